@@ -1,0 +1,5 @@
+"""pytest-cardprobe: local-model behaviour as pytest regression tests."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""pytest glue for cardprobe (filled in by the core)."""
