@@ -1,0 +1,773 @@
+"""Suite stage: read one YAML case file into plain, frozen dataclasses.
+
+A suite file is a YAML mapping with ``cardprobe: 1`` at the top level (DESIGN.md §3). This
+module turns it into a :class:`Suite` or raises exactly one :class:`SuiteError` that names
+the file, the offending key and, where it is known, the line. Nothing else escapes
+:func:`load_suite` for bad input, so the collector can turn it into a usage error and a run
+never starts half-configured.
+
+The document is composed to a PyYAML node tree (not ``safe_load``) so that every value keeps
+its line number and duplicate mapping keys, which PyYAML would silently resolve to the last
+one, can be reported.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+__all__ = [
+    "CHANNELS",
+    "CONDITIONS",
+    "DEFAULT_VOCABULARY",
+    "SCHEMA_PATH",
+    "SUITE_VERSION",
+    "Case",
+    "Suite",
+    "SuiteError",
+    "Turn",
+    "is_suite_file",
+    "load_suite",
+]
+
+CHANNELS: tuple[str, ...] = ("prose", "tool")
+CONDITIONS: tuple[str, ...] = ("cold", "history")
+SUITE_VERSION = 1
+
+# The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
+# a plain path works for both editable and wheel installs and needs no importlib dance.
+SCHEMA_PATH: Path = Path(__file__).with_name("suite.schema.json")
+
+# The reference vocabulary (DESIGN.md §5): 33 top-level element types, then the types that
+# only ever appear nested inside another element. Defined here rather than imported from the
+# judge because stages import only *earlier* stages (DESIGN.md §4) and the suite comes first.
+DEFAULT_VOCABULARY: tuple[str, ...] = (
+    "TextBlock",
+    "RichTextBlock",
+    "FactSet",
+    "Badge",
+    "Carousel",
+    "Table",
+    "Container",
+    "ColumnSet",
+    "ActionSet",
+    "ImageSet",
+    "Image",
+    "Media",
+    "Accordion",
+    "TabSet",
+    "CompoundButton",
+    "Input.Date",
+    "Input.ChoiceSet",
+    "Input.Text",
+    "Input.Number",
+    "Input.Time",
+    "Input.Toggle",
+    "Input.Rating",
+    "Rating",
+    "Icon",
+    "ProgressBar",
+    "ProgressRing",
+    "CodeBlock",
+    "Chart.Pie",
+    "Chart.Donut",
+    "Chart.VerticalBar",
+    "Chart.HorizontalBar",
+    "Chart.Line",
+    "Chart.Gauge",
+    # nesting-only
+    "CarouselPage",
+    "TableRow",
+    "TableCell",
+    "Column",
+    "TabPage",
+)
+
+ROLES: tuple[str, ...] = ("user", "assistant")
+
+# Case ids become part of pytest node ids (``cards.yaml::date[model-tool-cold]``); spaces and
+# brackets would break ``-k`` selection and the id parsing people do on reports.
+_CASE_ID = re.compile(r"[A-Za-z0-9_.-]+")
+# The tool name travels to the server; OpenAI-compatible servers reject anything else.
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+_TOP_KEYS = (
+    "cardprobe",
+    "name",
+    "judge",
+    "channels",
+    "conditions",
+    "samples",
+    "prompts",
+    "tool",
+    "history",
+    "vocabulary",
+    "options",
+    "cases",
+)
+_CASE_KEYS = ("id", "prompt", "accept", "requires_input")
+_TURN_KEYS = ("role", "content")
+_TOOL_KEYS = ("type", "function")
+_FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+
+# A document whose aliases expand to more nodes than this is an alias bomb, not a suite.
+_MAX_NODES = 200_000
+
+_KeyPath = tuple[str | int, ...]
+
+
+class SuiteError(Exception):
+    """A usage error about one suite file: what is wrong, and where.
+
+    ``str()`` reads ``cases/bad.yaml:12: cases[3].accept: <problem>``; the line and key parts
+    are left out when unknown.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        problem: str,
+        key: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        # All four go to ``args`` in __init__ order so the error pickles (xdist workers).
+        super().__init__(path, problem, key, line)
+        self.path = Path(path)
+        self.problem = problem
+        self.key = key
+        self.line = line
+
+    def __str__(self) -> str:
+        where = str(self.path)
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.key:
+            where += f": {self.key}"
+        return f"{where}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One question and the element types that would answer it."""
+
+    id: str
+    prompt: str
+    accept: tuple[str, ...]
+    requires_input: bool
+    line: int | None = None
+
+    @property
+    def is_control(self) -> bool:
+        """A negative control (``accept: []``): plain prose is the right answer."""
+        return not self.accept
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of the ``history`` condition's preamble."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded, validated suite file.
+
+    Mapping fields hold plain dicts so they can go straight into a JSON request body; treat
+    them as read-only. They are left out of ``hash()`` so a suite stays hashable.
+    """
+
+    path: Path
+    name: str
+    judge: str
+    channels: tuple[str, ...]
+    conditions: tuple[str, ...]
+    samples: int
+    prompts: Mapping[str, str] = field(hash=False)
+    prompt_files: Mapping[str, Path] = field(hash=False)
+    tool: Mapping[str, Any] = field(hash=False)
+    history: tuple[Turn, ...]
+    vocabulary: tuple[str, ...]
+    options: Mapping[str, Any] = field(hash=False)
+    cases: tuple[Case, ...]
+
+    @property
+    def tool_name(self) -> str:
+        """Name of the declared function, or ``""`` when the suite declares no tool."""
+        if not self.tool:
+            return ""
+        return str(self.tool["function"]["name"])
+
+    def case(self, id: str) -> Case:
+        """Return the case with this id; ``KeyError`` if there is none."""
+        for case in self.cases:
+            if case.id == id:
+                return case
+        raise KeyError(id)
+
+
+# --------------------------------------------------------------------------- detection
+
+# A top-level ``cardprobe:`` key starts at column 0 in block style (quoted or not).
+_SUITE_MARKER = re.compile(rb"""^["']?cardprobe["']?[ \t]*:""", re.MULTILINE)
+
+
+def is_suite_file(path: Path | str) -> bool:
+    """Tell whether ``path`` is a cardprobe suite: a ``.yaml``/``.yml`` file whose top-level
+    mapping has a ``cardprobe`` key.
+
+    Any ``cardprobe`` value counts (``cardprobe: 2`` must be reported, not skipped), and a file
+    that has a ``cardprobe:`` line at column 0 but does not parse counts too, so that
+    :func:`load_suite` can report the YAML error instead of the file vanishing silently.
+    """
+    p = Path(path)
+    if p.suffix.lower() not in (".yaml", ".yml"):
+        return False
+    try:
+        raw = p.read_bytes()
+    except OSError:
+        return False
+    # Cheap pre-filter: most YAML in a repo (CI configs, fixtures) never mentions us.
+    if b"cardprobe" not in raw:
+        return False
+    looks_like_suite = _SUITE_MARKER.search(raw) is not None
+    try:
+        data = yaml.safe_load(raw)
+    except Exception:  # any parse/construct failure: fall back to the textual marker
+        return looks_like_suite
+    return isinstance(data, dict) and "cardprobe" in data
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_suite(path: Path | str, *, known_judges: Collection[str] = ("card",)) -> Suite:
+    """Read and validate one suite file; raise :class:`SuiteError` on any problem with it."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise SuiteError(p, f"cannot read suite file: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SuiteError(p, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data, lines, root_line = _parse(p, text)
+        return _SuiteReader(p, lines, tuple(known_judges)).read(data, root_line)
+    except RecursionError:
+        raise SuiteError(p, "YAML is nested too deeply to be a suite file") from None
+
+
+def _parse(path: Path, text: str) -> tuple[Any, dict[_KeyPath, int], int | None]:
+    """Compose ``text`` and convert it to plain Python values plus a key-path→line map."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "malformed YAML"
+        if exc.context and exc.problem:
+            problem = f"{problem} ({exc.context})"
+        raise SuiteError(
+            path, f"invalid YAML: {problem}", line=mark.line + 1 if mark else None
+        ) from None
+    except yaml.YAMLError as exc:
+        raise SuiteError(path, f"invalid YAML: {exc}") from None
+    if root is None:
+        raise SuiteError(path, "empty file; a suite is a YAML mapping starting with `cardprobe: 1`")
+    converter = _Converter(path)
+    data = converter.convert(root, ())
+    return data, converter.lines, root.start_mark.line + 1
+
+
+_STANDARD_SEQ = "tag:yaml.org,2002:seq"
+_STANDARD_MAP = "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Converter:
+    """Node tree → plain values, recording the line of every key and list item."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines: dict[_KeyPath, int] = {}
+        self._constructor = SafeConstructor()
+        self._active: set[int] = set()
+        self._seen = 0
+
+    def _fail(self, key: _KeyPath, node: Node, problem: str, *, at_node: bool = False) -> NoReturn:
+        # Prefer the line of the key that holds the value: for an alias the node's own mark
+        # points at the anchor, which may be far from where the problem is.
+        line = node.start_mark.line + 1
+        if not at_node:
+            line = self.lines.get(key, line)
+        raise SuiteError(self.path, problem, _format_key(key), line)
+
+    def convert(self, node: Node, key: _KeyPath) -> Any:
+        self._seen += 1
+        if self._seen > _MAX_NODES:
+            self._fail(key, node, "document expands to too many values (alias bomb?)")
+        if id(node) in self._active:
+            self._fail(key, node, "recursive YAML alias")
+        if isinstance(node, ScalarNode):
+            return self._scalar(node, key)
+        self._active.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                if node.tag != _STANDARD_SEQ:
+                    self._fail(key, node, f"unsupported YAML tag {node.tag!r}")
+                items: list[Any] = []
+                for index, item in enumerate(node.value):
+                    item_key = (*key, index)
+                    self.lines[item_key] = item.start_mark.line + 1
+                    items.append(self.convert(item, item_key))
+                return items
+            if isinstance(node, MappingNode):
+                return self._mapping(node, key)
+            self._fail(key, node, f"unsupported YAML node {type(node).__name__}")
+        finally:
+            self._active.discard(id(node))
+
+    def _scalar(self, node: ScalarNode, key: _KeyPath) -> Any:
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or str(exc)
+            self._fail(key, node, f"cannot read value: {problem}")
+        except Exception as exc:  # e.g. ValueError from an impossible date like 2024-13-45
+            self._fail(key, node, f"cannot read value {node.value!r}: {exc}")
+
+    def _mapping(self, node: MappingNode, key: _KeyPath) -> dict[str, Any]:
+        if node.tag != _STANDARD_MAP:
+            self._fail(key, node, f"unsupported YAML tag {node.tag!r}")
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                self._fail(
+                    key, key_node, "YAML merge keys (<<) are not supported in suites", at_node=True
+                )
+            if not isinstance(key_node, ScalarNode):
+                self._fail(key, key_node, "mapping keys must be plain strings", at_node=True)
+            # The raw text, not the resolved value: ``no:`` or ``1:`` stay the strings they
+            # look like instead of turning into False or 1.
+            name = str(key_node.value)
+            entry = (*key, name)
+            if name in result:
+                first = self.lines.get(entry)
+                self._fail(
+                    entry,
+                    key_node,
+                    f"duplicate key {name!r}"
+                    + (f" (first defined on line {first})" if first else "")
+                    + "; YAML would silently keep only the last one",
+                    at_node=True,
+                )
+            self.lines[entry] = key_node.start_mark.line + 1
+            result[name] = self.convert(value_node, entry)
+        return result
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _format_key(key: _KeyPath) -> str | None:
+    """``("cases", 3, "accept")`` → ``"cases[3].accept"``."""
+    text = ""
+    for part in key:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text or None
+
+
+def _describe(value: object) -> str:
+    """Name a wrong value the way it was written in YAML."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return repr(shown)
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__} ({value!s})"
+
+
+def _one_of(options: Sequence[str]) -> str:
+    return ", ".join(options)
+
+
+class _SuiteReader:
+    """Validates the converted document top-down; the first problem raises."""
+
+    def __init__(self, path: Path, lines: dict[_KeyPath, int], judges: tuple[str, ...]) -> None:
+        self.path = path
+        self.lines = lines
+        self.judges = judges
+
+    # -- error helpers
+
+    def line_of(self, key: _KeyPath) -> int | None:
+        # A missing key has no line of its own; point at the nearest enclosing entry.
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key[:-1]
+        return None
+
+    def fail(self, key: _KeyPath, problem: str, line: int | None = None) -> NoReturn:
+        raise SuiteError(
+            self.path, problem, _format_key(key), line if line is not None else self.line_of(key)
+        )
+
+    def check_keys(
+        self,
+        key: _KeyPath,
+        mapping: dict[str, Any],
+        allowed: Sequence[str],
+        required: Sequence[str],
+    ) -> None:
+        for name in mapping:
+            if name not in allowed:
+                hint = difflib.get_close_matches(name, allowed, n=1)
+                suggestion = f"did you mean {hint[0]!r}? " if hint else ""
+                self.fail((*key, name), f"unknown key; {suggestion}allowed: {_one_of(allowed)}")
+        for name in required:
+            if name not in mapping:
+                self.fail((*key, name), "missing required key")
+
+    def mapping(self, key: _KeyPath, value: Any, what: str = "a mapping") -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(key, f"expected {what}, got {_describe(value)}")
+        return value
+
+    def text(self, key: _KeyPath, value: Any, what: str = "a non-empty string") -> str:
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f"expected {what}, got {_describe(value)}")
+        return value
+
+    def names(
+        self, key: _KeyPath, value: Any, allowed: Sequence[str], what: str
+    ) -> tuple[str, ...]:
+        """A non-empty list of unique names, each one of ``allowed``."""
+        if not isinstance(value, list) or not value:
+            self.fail(key, f"expected a non-empty list of {what}, got {_describe(value)}")
+        seen: list[str] = []
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or item not in allowed:
+                self.fail(
+                    (*key, index), f"unknown {what[:-1]} {_describe(item)}; use {_one_of(allowed)}"
+                )
+            if item in seen:
+                self.fail((*key, index), f"{item!r} is listed twice")
+            seen.append(item)
+        return tuple(seen)
+
+    def json_value(self, key: _KeyPath, value: Any) -> None:
+        """Reject values a JSON request body cannot carry (dates, binary, NaN keys...)."""
+        if value is None or isinstance(value, str | bool | int | float):
+            return
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                self.json_value((*key, index), item)
+            return
+        if isinstance(value, dict):
+            for name, item in value.items():
+                self.json_value((*key, name), item)
+            return
+        self.fail(key, f"value cannot be sent as JSON: {_describe(value)}; quote it")
+
+    # -- the document
+
+    def read(self, data: Any, root_line: int | None) -> Suite:
+        if not isinstance(data, dict):
+            self.fail(
+                (),
+                f"expected a mapping of suite keys at the top level, got {_describe(data)}",
+                line=root_line,
+            )
+        self.version(data)
+        self.check_keys((), data, _TOP_KEYS, ("cardprobe", "prompts", "cases"))
+
+        name = self.text(("name",), data.get("name", self.path.stem))
+        judge = self.judge(data.get("judge", "card"))
+        channels = self.names(
+            ("channels",), data.get("channels", list(CHANNELS)), CHANNELS, "channels"
+        )
+        conditions = self.names(
+            ("conditions",), data.get("conditions", list(CONDITIONS)), CONDITIONS, "conditions"
+        )
+        samples = self.samples(data.get("samples", 2))
+        prompts, prompt_files = self.prompts(data["prompts"], channels)
+
+        tool: dict[str, Any] = {}
+        if "tool" in data:
+            tool = self.tool(data["tool"])
+        elif "tool" in channels:
+            self.fail(("tool",), "missing required key: the `tool` channel needs a declaration")
+
+        history: tuple[Turn, ...] = ()
+        if "history" in data:
+            history = self.history(data["history"])
+        elif "history" in conditions:
+            self.fail(("history",), "missing required key: the `history` condition needs turns")
+
+        vocabulary = DEFAULT_VOCABULARY
+        if "vocabulary" in data:
+            vocabulary = self.vocabulary(data["vocabulary"])
+
+        options: dict[str, Any] = {}
+        if "options" in data:
+            options = self.mapping(("options",), data["options"])
+            self.json_value(("options",), options)
+
+        cases = self.cases(data["cases"], vocabulary)
+        return Suite(
+            path=self.path,
+            name=name,
+            judge=judge,
+            channels=channels,
+            conditions=conditions,
+            samples=samples,
+            prompts=prompts,
+            prompt_files=prompt_files,
+            tool=tool,
+            history=history,
+            vocabulary=vocabulary,
+            options=options,
+            cases=cases,
+        )
+
+    def version(self, data: dict[str, Any]) -> None:
+        if "cardprobe" not in data:
+            self.fail(
+                ("cardprobe",),
+                "missing required key; a suite file starts with `cardprobe: 1`",
+            )
+        version = data["cardprobe"]
+        if isinstance(version, bool) or version != SUITE_VERSION:
+            self.fail(
+                ("cardprobe",),
+                f"unsupported suite format version {_describe(version)}; "
+                f"this pytest-cardprobe reads `cardprobe: {SUITE_VERSION}`",
+            )
+
+    def judge(self, value: Any) -> str:
+        judge = self.text(("judge",), value)
+        if judge not in self.judges:
+            self.fail(
+                ("judge",),
+                f"unknown judge {judge!r}; known judges: {_one_of(sorted(self.judges))}",
+            )
+        return judge
+
+    def samples(self, value: Any) -> int:
+        # ``type(...) is int`` on purpose: YAML ``true`` is a bool, and bool is an int subclass.
+        if type(value) is not int or value < 1:
+            self.fail(("samples",), f"expected an integer >= 1, got {_describe(value)}")
+        return value
+
+    def prompts(
+        self, value: Any, channels: tuple[str, ...]
+    ) -> tuple[dict[str, str], dict[str, Path]]:
+        key: _KeyPath = ("prompts",)
+        given = self.mapping(key, value, "a mapping of channel to prompt file")
+        self.check_keys(key, given, CHANNELS, channels)
+        texts: dict[str, str] = {}
+        files: dict[str, Path] = {}
+        # Prompts for channels the suite does not declare are still checked (a stale path is
+        # a bug waiting to happen) but are not returned: one prompt per declared channel.
+        for channel in CHANNELS:
+            if channel not in given:
+                continue
+            entry = (*key, channel)
+            relative = self.text(entry, given[channel], "a prompt file path")
+            resolved = (self.path.parent / relative).resolve()
+            try:
+                prompt = resolved.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                self.fail(entry, f"prompt file not found: {resolved}")
+            except IsADirectoryError:
+                self.fail(entry, f"prompt path is a directory: {resolved}")
+            except UnicodeDecodeError:
+                self.fail(entry, f"prompt file is not UTF-8 text: {resolved}")
+            except OSError as exc:
+                self.fail(entry, f"cannot read prompt file {resolved}: {exc.strerror or exc}")
+            if not prompt.strip():
+                self.fail(entry, f"prompt file is empty: {resolved}")
+            if channel in channels:
+                texts[channel] = prompt
+                files[channel] = resolved
+        return texts, files
+
+    def tool(self, value: Any) -> dict[str, Any]:
+        key: _KeyPath = ("tool",)
+        tool = self.mapping(key, value, "a tool declaration mapping")
+        self.check_keys(key, tool, _TOOL_KEYS, _TOOL_KEYS)
+        if tool["type"] != "function":
+            self.fail((*key, "type"), f"expected 'function', got {_describe(tool['type'])}")
+        fkey = (*key, "function")
+        function = self.mapping(fkey, tool["function"])
+        self.check_keys(fkey, function, _FUNCTION_KEYS, ("name", "parameters"))
+        name = self.text((*fkey, "name"), function["name"], "a function name")
+        if not _TOOL_NAME.fullmatch(name):
+            self.fail(
+                (*fkey, "name"),
+                f"function name {name!r} must be letters, digits, _ or - (max 64)",
+            )
+        if "description" in function:
+            self.text((*fkey, "description"), function["description"])
+        if "strict" in function and not isinstance(function["strict"], bool):
+            self.fail((*fkey, "strict"), f"expected true or false, got {function['strict']!r}")
+        pkey = (*fkey, "parameters")
+        parameters = self.mapping(pkey, function["parameters"], "a JSON Schema mapping")
+        if parameters.get("type") != "object":
+            self.fail(pkey, "the parameters schema must have `type: object`")
+        properties = parameters.get("properties")
+        # The tool channel scores the JSON of the call's ``body`` argument (DESIGN.md §5), so a
+        # declaration without an array ``body`` could never pass; say so at load time.
+        body = properties.get("body") if isinstance(properties, dict) else None
+        if not isinstance(body, dict) or body.get("type") != "array":
+            self.fail(
+                (*pkey, "properties"),
+                "the parameters schema must declare a `body` property of `type: array`",
+            )
+        self.json_value(key, tool)
+        return tool
+
+    def history(self, value: Any) -> tuple[Turn, ...]:
+        key: _KeyPath = ("history",)
+        if not isinstance(value, list) or len(value) < 2 or len(value) % 2:
+            count = f"{len(value)} turns" if isinstance(value, list) else _describe(value)
+            self.fail(
+                key,
+                "expected an even number (at least 2) of turns alternating user, assistant; "
+                f"got {count}",
+            )
+        turns: list[Turn] = []
+        for index, item in enumerate(value):
+            entry = (*key, index)
+            turn = self.mapping(entry, item, "a mapping with role and content")
+            self.check_keys(entry, turn, _TURN_KEYS, _TURN_KEYS)
+            # The case question is appended as a user turn, so the preamble must start with
+            # the user and end with the assistant; anything else is not a chat transcript.
+            want = ROLES[index % 2]
+            role = turn["role"]
+            if role not in ROLES:
+                self.fail((*entry, "role"), f"unknown role {_describe(role)}; use user, assistant")
+            if role != want:
+                self.fail(
+                    (*entry, "role"),
+                    f"expected {want!r} here: turns alternate user, assistant, starting with user",
+                )
+            turns.append(Turn(role=role, content=self.text((*entry, "content"), turn["content"])))
+        return tuple(turns)
+
+    def vocabulary(self, value: Any) -> tuple[str, ...]:
+        key: _KeyPath = ("vocabulary",)
+        if not isinstance(value, list) or not value:
+            self.fail(
+                key, f"expected a non-empty list of element type names, got {_describe(value)}"
+            )
+        seen: list[str] = []
+        for index, item in enumerate(value):
+            name = self.text((*key, index), item, "an element type name")
+            if name in seen:
+                self.fail((*key, index), f"{name!r} is listed twice")
+            seen.append(name)
+        return tuple(seen)
+
+    def cases(self, value: Any, vocabulary: tuple[str, ...]) -> tuple[Case, ...]:
+        key: _KeyPath = ("cases",)
+        if not isinstance(value, list) or not value:
+            self.fail(key, f"expected a non-empty list of cases, got {_describe(value)}")
+        cases: list[Case] = []
+        first_line: dict[str, int | None] = {}
+        for index, item in enumerate(value):
+            entry = (*key, index)
+            case = self.mapping(entry, item, "a case mapping (id, prompt, accept)")
+            self.check_keys(entry, case, _CASE_KEYS, ("id", "prompt", "accept"))
+
+            case_id = case["id"]
+            if not isinstance(case_id, str) or not _CASE_ID.fullmatch(case_id):
+                self.fail(
+                    (*entry, "id"),
+                    f"expected an id of letters, digits, '_', '.' or '-' (it becomes part of the "
+                    f"pytest test id), got {_describe(case_id)}",
+                )
+            if case_id in first_line:
+                where = first_line[case_id]
+                self.fail(
+                    (*entry, "id"),
+                    f"duplicate case id {case_id!r}"
+                    + (f" (first used on line {where})" if where else ""),
+                )
+            first_line[case_id] = self.lines.get((*entry, "id"))
+
+            prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
+            accept = self.accept((*entry, "accept"), case["accept"], vocabulary)
+
+            # A case needs an input when every accepted type is one; a control needs nothing.
+            requires_input = bool(accept) and all(t.startswith("Input.") for t in accept)
+            if "requires_input" in case:
+                flag = case["requires_input"]
+                if not isinstance(flag, bool):
+                    self.fail(
+                        (*entry, "requires_input"), f"expected true or false, got {_describe(flag)}"
+                    )
+                if flag and not accept:
+                    self.fail(
+                        (*entry, "requires_input"),
+                        "a negative control (accept: []) cannot require an input",
+                    )
+                requires_input = flag
+            cases.append(
+                Case(
+                    id=case_id,
+                    prompt=prompt,
+                    accept=accept,
+                    requires_input=requires_input,
+                    line=self.lines.get(entry),
+                )
+            )
+        return tuple(cases)
+
+    def accept(self, key: _KeyPath, value: Any, vocabulary: tuple[str, ...]) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            self.fail(
+                key,
+                "expected a list of element type names ([] for a prose control), "
+                f"got {_describe(value)}",
+            )
+        seen: list[str] = []
+        for index, item in enumerate(value):
+            if not isinstance(item, str) or item not in vocabulary:
+                close = (
+                    difflib.get_close_matches(item, vocabulary, n=1)
+                    if isinstance(item, str)
+                    else []
+                )
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.fail(
+                    (*key, index),
+                    f"{_describe(item)} is not in the suite's element vocabulary{hint}",
+                )
+            if item in seen:
+                self.fail((*key, index), f"{item!r} is listed twice")
+            seen.append(item)
+        return tuple(seen)
