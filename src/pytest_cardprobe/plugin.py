@@ -1,1 +1,191 @@
-"""pytest glue for cardprobe (filled in by the core)."""
+"""pytest glue: options, collection, the samples marker, result transport, session end.
+
+No judging and no HTTP here; each job lives in the module of its pipeline stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cardprobe import options
+from pytest_cardprobe.fixture import Cardprobe
+from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples
+from pytest_cardprobe.results import ProbeResult
+from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
+
+REPORT_ATTR = "cardprobe"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register cardprobe's hookspecs."""
+    from pytest_cardprobe import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options and ini keys (see options.py)."""
+    options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker and create the session state."""
+    config.addinivalue_line(
+        "markers",
+        "samples(n): ask the model n times (n >= 1); the test passes only if every sample passes",
+    )
+    state = CardprobeState(config, options.resolve_settings(config))
+    config.stash[STATE_KEY] = state
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ResultCollector(state), "cardprobe-results")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistHooks(state), "cardprobe-xdist")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close the connection pool."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state._runtime is not None:
+        state._runtime.close()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """YAML files whose top-level mapping has ``cardprobe: 1`` are suites."""
+    from pytest_cardprobe.suite import is_suite_file
+
+    if file_path.suffix in (".yaml", ".yml") and is_suite_file(file_path):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Stop before running anything when a suite or a samples marker is wrong."""
+    state = get_state(config)
+    if state.collect_errors:
+        raise pytest.UsageError("\n".join(state.collect_errors))
+    for item in items:
+        marker_samples(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a ``samples(n)`` test body n times; it passes only if every run passes."""
+    n = marker_samples(pyfuncitem)
+    if n is None:
+        return None
+    n = get_state(pyfuncitem.config).settings.samples or n
+    found = pyfuncitem.funcargs.get("cardprobe")
+    probe = found if isinstance(found, Cardprobe) else None
+    # The same argument selection pytest's own pytest_pyfunc_call makes.
+    kwargs = {a: pyfuncitem.funcargs[a] for a in pyfuncitem._fixtureinfo.argnames}
+    failures: list[str] = []
+    for run in range(n):
+        if probe is not None:
+            probe.run = run
+        try:
+            pyfuncitem.obj(**kwargs)
+        except (Exception, pytest.fail.Exception) as exc:
+            failures.append(f"run {run + 1}/{n}: {type(exc).__name__}: {exc}".rstrip())
+    if failures:
+        lines = [f"{len(failures)} of {n} samples failed:", *failures]
+        if probe is not None and probe.samples:
+            lines.append(probe.result("failed").describe())
+        pytest.fail("\n".join(lines), pytrace=False)
+    return True
+
+
+@pytest.fixture
+def cardprobe(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Ask a model from a Python test: ``cardprobe.ask(messages, tools=..., accept=...)``."""
+    state = get_state(request.config)
+    models = state.settings.models
+    probe = Cardprobe(state.runtime, request.node.nodeid, models[0] if models else None)
+    request.node.stash[FIXTURE_KEY] = probe
+    try:
+        yield probe
+    finally:
+        probe.close()
+
+
+FIXTURE_KEY = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the test's result as plain data; it travels with the report across xdist."""
+    report = yield
+    if call.when != "call":
+        return report
+    result: ProbeResult | None = None
+    if isinstance(item, ProbeItem):
+        result = item.result
+        if result is not None:
+            for key, value in (
+                ("arm", "/".join(result.arm)),
+                ("routes", " ".join(s.route or "-" for s in result.samples)),
+                ("labels", " | ".join(s.label for s in result.samples)),
+            ):
+                report.user_properties.append((f"cardprobe.{key}", value))
+    else:
+        probe = item.stash.get(FIXTURE_KEY, None)
+        if probe is not None and probe.samples:
+            result = probe.result("passed" if report.passed else "failed")
+    if result is not None:
+        setattr(report, REPORT_ATTR, result.to_dict())
+    return report
+
+
+class ResultCollector:
+    """Controller side: collect results from this process's reports or from xdist workers."""
+
+    def __init__(self, state: CardprobeState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the result riding on each call report; note failures that carry none."""
+        data = getattr(report, REPORT_ATTR, None)
+        if data is not None and report.when == "call":
+            self.state.results.append(ProbeResult.from_dict(data))
+        elif report.failed:
+            # A failure that is not model behaviour: a plain test, a setup error, a crash.
+            self.state.other_failures.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Controller: score, gate, write reports, and fail the run on a regression."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    from pytest_cardprobe.session import finish
+
+    finish(session, get_state(config))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Print the scoreboard (never on workers, only when there is something to say)."""
+    if hasattr(config, "workerinput"):
+        return
+    state = get_state(config)
+    if not state.summary:
+        return
+    terminalreporter.write_sep("=", "cardprobe scoreboard")
+    for line in state.summary:
+        terminalreporter.write_line(line)
+
+
+class XdistHooks:
+    """Hooks that only exist when pytest-xdist is installed."""
+
+    def __init__(self, state: CardprobeState) -> None:
+        self.state = state
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker that died is reported and fails the run."""
+        if error:
+            self.state.crashed_workers.append(f"{node.gateway.id}: {error}")

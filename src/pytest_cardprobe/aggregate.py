@@ -1,0 +1,98 @@
+"""Fold per-test results into per-arm scores (the unit the scoreboard and the gate use)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_cardprobe.results import ProbeResult
+
+FAILURE_CLASSES = ("malformed", "declined", "wrong_element", "infra")
+
+
+@dataclass
+class ArmScore:
+    """Scores of one arm: suite x model x channel x condition."""
+
+    suite: str
+    model: str
+    channel: str
+    condition: str
+    passed: int = 0
+    scored: int = 0  # cases with a verdict from the model (not infra, not errored)
+    unscored: int = 0  # cases left without a verdict: infra or a test error
+    unsupported: int = 0
+    calls: int = 0  # samples that produced a reply
+    routes: dict[str, int] = field(
+        default_factory=lambda: {"tool_calls": 0, "recovered": 0, "content": 0}
+    )
+    failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURE_CLASSES, 0))
+    split: list[str] = field(default_factory=list)
+    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """(suite, model, channel, condition)."""
+        return (self.suite, self.model, self.channel, self.condition)
+
+    @property
+    def adoption(self) -> float | None:
+        """Share of calls routed through structured ``tool_calls`` (tool channel only)."""
+        if self.channel != "tool" or not self.calls:
+            return None
+        return self.routes["tool_calls"] / self.calls
+
+    def add(self, result: ProbeResult) -> None:
+        """Count one test's result into this arm."""
+        for sample in result.samples:
+            if sample.failure:
+                self.failures[sample.failure] = self.failures.get(sample.failure, 0) + 1
+            if sample.route:
+                self.calls += 1
+                self.routes[sample.route] = self.routes.get(sample.route, 0) + 1
+        if result.status == "unsupported":
+            self.unsupported += 1
+            return
+        if result.status in ("infra", "error"):
+            self.unscored += 1
+            self.cases[result.case] = {"status": result.status, "label": result.message or ""}
+            return
+        self.scored += 1
+        ok = result.status == "passed"
+        self.passed += ok
+        if result.split:
+            self.split.append(result.case)
+        first_bad = next((s.label for s in result.samples if not s.passed), None)
+        label = first_bad or (result.samples[0].label if result.samples else "")
+        self.cases[result.case] = {"status": "passed" if ok else "failed", "label": label}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form with stable ordering."""
+        return {
+            "suite": self.suite,
+            "model": self.model,
+            "channel": self.channel,
+            "condition": self.condition,
+            "passed": self.passed,
+            "scored": self.scored,
+            "unscored": self.unscored,
+            "unsupported": self.unsupported,
+            "calls": self.calls,
+            "routes": dict(sorted(self.routes.items())),
+            "adoption": None if self.adoption is None else round(self.adoption, 4),
+            "failures": {k: self.failures.get(k, 0) for k in FAILURE_CLASSES},
+            "split": sorted(self.split),
+            "cases": {k: self.cases[k] for k in sorted(self.cases)},
+        }
+
+
+def aggregate(results: Iterable[ProbeResult]) -> list[ArmScore]:
+    """Scores per arm, sorted by arm key."""
+    arms: dict[tuple[str, str, str, str], ArmScore] = {}
+    for result in results:
+        arm = arms.get(result.arm)
+        if arm is None:
+            arm = arms[result.arm] = ArmScore(*result.arm)
+        arm.add(result)
+    return [arms[k] for k in sorted(arms)]

@@ -1,0 +1,134 @@
+"""The ``cardprobe`` fixture: ask a model from an ordinary Python test."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_cardprobe.cassettes import Recording, cassette_path, recording
+from pytest_cardprobe.client import ChatReply
+from pytest_cardprobe.judge import REFERENCE_VOCABULARY, Verdict, judge_card
+from pytest_cardprobe.request import ChatRequest
+from pytest_cardprobe.results import ProbeResult, SampleRecord
+from pytest_cardprobe.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What one ``cardprobe.ask`` returned."""
+
+    reply: ChatReply | None  # None when the call failed on infra
+    route: str | None
+    verdict: Verdict
+    record: SampleRecord
+
+    @property
+    def passed(self) -> bool:
+        """The judge's pass/fail."""
+        return self.verdict.passed
+
+
+@dataclass
+class Cardprobe:
+    """Asks models on behalf of one test; every ask is one recorded sample."""
+
+    runtime: Runtime
+    nodeid: str
+    default_model: str | None
+    samples: list[SampleRecord] = field(default_factory=list)
+    run: int = 0  # which samples(n) run of the test body is going on
+    _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _recordings: dict[str, Recording] = field(default_factory=dict)
+
+    def _recording(self, model: str) -> Recording:
+        if model not in self._recordings:
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.nodeid).strip("_")
+            path = cassette_path(
+                self.runtime.settings.cassette_dir, "_tests", model, safe, "ask", "cold"
+            )
+            self._recordings[model] = self._stack.enter_context(
+                recording(
+                    path,
+                    live=self.runtime.settings.live,
+                    fingerprint=None,
+                    rerecord_hint=f'pytest --live "{self.nodeid}"',
+                )
+            )
+        return self._recordings[model]
+
+    def ask(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        accept: Sequence[str] | None = None,
+        requires_input: bool | None = None,
+        model: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Asked:
+        """Ask once and judge the reply as a card.
+
+        ``accept`` lists the element types that answer the question (default: any card;
+        ``[]`` means prose is the right answer). With ``tools`` the first declared tool is
+        the card tool, and its ``body`` argument is judged.
+        """
+        name = model or self.default_model
+        if not name:
+            raise ValueError("no model: pass model=... or configure --model / cardprobe_models")
+        wanted = tuple(REFERENCE_VOCABULARY if accept is None else accept)
+        needs_input = (
+            requires_input
+            if requires_input is not None
+            else bool(wanted) and accept is not None and all(t.startswith("Input.") for t in wanted)
+        )
+        request = ChatRequest(
+            model=name,
+            messages=[dict(m) for m in messages],
+            tools=[dict(t) for t in tools or []],
+            options={**self.runtime.settings.base_options(), **(options or {})},
+        )
+        rec = self._recording(name)
+        channel = "tool" if request.tools else "prose"
+        record, reply = self.runtime.ask(
+            request,
+            channel,
+            lambda text: judge_card(text, accept=wanted, requires_input=needs_input),
+            len(self.samples),
+        )
+        if record.failure == "infra":
+            rec.keep = False
+        self.samples.append(record)
+        verdict = Verdict(
+            passed=record.passed,
+            label=record.label,
+            failure=None if record.failure is None else _failure(record.failure),
+            types=tuple(record.types),
+            unknown_types=tuple(record.unknown_types),
+        )
+        return Asked(reply, record.route, verdict, record)
+
+    def result(self, status: str) -> ProbeResult:
+        """This test's samples as a result record (kept out of suite arms)."""
+        return ProbeResult(
+            nodeid=self.nodeid,
+            suite="",
+            model=self.default_model or "",
+            channel="",
+            condition="",
+            case=self.nodeid,
+            status=status,
+            samples=list(self.samples),
+        )
+
+    def close(self) -> None:
+        """Finish the cassettes this test opened."""
+        self._stack.close()
+
+
+def _failure(value: str) -> Any:
+    from pytest_cardprobe.judge import FailureClass
+
+    return FailureClass(value)

@@ -1,0 +1,29 @@
+"""Extension points of pytest-cardprobe (registered in ``pytest_addhooks``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_cardprobe.judging import Judge
+    from pytest_cardprobe.matrix import Probe
+    from pytest_cardprobe.request import ChatRequest
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_cardprobe_get_judge(name: str, config: pytest.Config) -> Judge | None:
+    """Return the judge called ``name`` (a suite's ``judge:`` key), or None to pass."""
+
+
+@pytest.hookspec
+def pytest_cardprobe_adjust_request(
+    request: ChatRequest, probe: Probe | None, config: pytest.Config
+) -> None:
+    """Edit ``request`` in place just before it is sent (or matched against a cassette)."""
+
+
+@pytest.hookspec
+def pytest_cardprobe_report(report: dict[str, Any], config: pytest.Config) -> None:
+    """Receive the final JSON-able report (scoreboard, gate decision) on the controller."""

@@ -1,0 +1,135 @@
+"""Collection: suite files become one pytest item per case x model x channel x condition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_cardprobe.cassettes import CassetteProblem
+from pytest_cardprobe.matrix import Probe, expand
+from pytest_cardprobe.results import ProbeResult
+from pytest_cardprobe.suite import SuiteError, load_suite
+
+if TYPE_CHECKING:
+    pass
+
+SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
+
+
+def marker_samples(item: pytest.Item) -> int | None:
+    """The validated ``samples(n)`` of ``item``, or None; bad arguments are a usage error."""
+    mark = item.get_closest_marker("samples")
+    if mark is None:
+        return None
+    n: object = None
+    if len(mark.args) == 1 and not mark.kwargs:
+        n = mark.args[0]
+    elif not mark.args and list(mark.kwargs) == ["n"]:
+        n = mark.kwargs["n"]
+    # bool is an int subclass; samples(True) is a mistake, not one sample.
+    if type(n) is not int or n < 1:
+        shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
+        raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
+    return n
+
+
+class ProbeFailed(Exception):
+    """A probe that did not pass; carries the result for the failure report."""
+
+    def __init__(self, result: ProbeResult) -> None:
+        super().__init__(result.describe())
+        self.result = result
+
+
+class SuiteFile(pytest.File):
+    """A YAML file with ``cardprobe: 1`` at the top."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        """Load the suite and yield its probes; a bad suite stops the run (usage error)."""
+        from pytest_cardprobe.state import get_state
+
+        state = get_state(self.config)
+        try:
+            suite = load_suite(self.path, known_judges=state.judge_names())
+        except SuiteError as exc:
+            state.collect_errors.append(str(exc))
+            return
+        settings = state.settings
+        if not settings.models:
+            state.collect_errors.append(
+                f"{self.path}: no model to probe — pass --model NAME (repeatable) or set "
+                "cardprobe_models in [tool.pytest.ini_options]"
+            )
+            return
+        for probe in expand(
+            suite,
+            settings.models,
+            channels=settings.channels or None,
+            conditions=settings.conditions or None,
+        ):
+            yield ProbeItem.from_parent(self, name=probe.name, probe=probe)
+
+
+class ProbeItem(pytest.Item):
+    """One generated test: asks one probe ``samples`` times."""
+
+    def __init__(self, *, probe: Probe, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.probe = probe
+        # Keywords so that -k model / channel / condition / case selects as people expect.
+        for word in (probe.model, probe.channel, probe.condition, probe.case.id, probe.suite.name):
+            self.keywords[word] = True
+        self.result: ProbeResult | None = None
+
+    def samples(self) -> int:
+        """--samples, else the samples(n) marker, else the suite's default."""
+        from pytest_cardprobe.state import get_state
+
+        override = get_state(self.config).settings.samples
+        return override or marker_samples(self) or self.probe.suite.samples
+
+    def runtest(self) -> None:
+        """Ask, judge, and pass only if every sample passed."""
+        from pytest_cardprobe.state import get_state
+
+        state = get_state(self.config)
+        probe = self.probe
+        judge = state.judge_for(probe.suite.judge)
+        try:
+            result = state.runtime.run(
+                probe,
+                self.samples(),
+                self.nodeid,
+                lambda text: judge(text, probe.case, probe.suite),
+            )
+        except CassetteProblem as exc:
+            self.result = ProbeResult(
+                self.nodeid,
+                probe.suite.name,
+                probe.model,
+                probe.channel,
+                probe.condition,
+                probe.case.id,
+                status="error",
+                message=str(exc),
+            )
+            raise
+        self.result = result
+        if result.status == "passed":
+            return
+        if result.status == "unsupported":
+            pytest.skip(f"unsupported: {result.message}")
+        raise ProbeFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """The per-sample report, or the cassette problem, without a traceback."""
+        if isinstance(excinfo.value, (ProbeFailed, CassetteProblem)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        """Where the case is defined."""
+        line = self.probe.case.line
+        return self.path, (line - 1 if line else None), f"cardprobe {self.name}"

@@ -1,0 +1,21 @@
+"""Judges by name: the built-in card judge and whatever plugins provide."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pytest_cardprobe.judge import Verdict, judge_card
+from pytest_cardprobe.suite import Case, Suite
+
+Judge = Callable[[str, Case, Suite], Verdict]
+"""A judge scores the reply equivalent of one sample for one case of a suite."""
+
+
+def card_judge(text: str, case: Case, suite: Suite) -> Verdict:
+    """The reference card judge (DESIGN.md section 5)."""
+    return judge_card(
+        text, accept=case.accept, requires_input=case.requires_input, vocabulary=suite.vocabulary
+    )
+
+
+BUILTIN_JUDGES: dict[str, Judge] = {"card": card_judge}

@@ -1,0 +1,71 @@
+"""Expand suites into probes: one per case x model x channel x condition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from pytest_cardprobe.suite import Case, Suite
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One generated test: a case asked of one model on one channel under one condition."""
+
+    suite: Suite
+    case: Case
+    model: str
+    channel: str
+    condition: str
+
+    @property
+    def param_id(self) -> str:
+        """The bracketed part of the test id, e.g. ``smollm2:135m-tool-cold``."""
+        return f"{self.model}-{self.channel}-{self.condition}"
+
+    @property
+    def name(self) -> str:
+        """The pytest item name, e.g. ``date[smollm2:135m-tool-cold]``."""
+        return f"{self.case.id}[{self.param_id}]"
+
+    @property
+    def arm(self) -> ArmKey:
+        """The arm this probe belongs to."""
+        return ArmKey(self.suite.name, self.model, self.channel, self.condition)
+
+
+@dataclass(frozen=True, order=True)
+class ArmKey:
+    """All tests of one suite x model x channel x condition: the unit the gate compares."""
+
+    suite: str
+    model: str
+    channel: str
+    condition: str
+
+    def label(self) -> str:
+        """Human-readable form used in reports."""
+        return f"{self.suite} {self.model} {self.channel} {self.condition}"
+
+    def as_list(self) -> list[str]:
+        """Plain form for JSON."""
+        return [self.suite, self.model, self.channel, self.condition]
+
+
+def expand(
+    suite: Suite,
+    models: Sequence[str],
+    *,
+    channels: Sequence[str] | None = None,
+    conditions: Sequence[str] | None = None,
+) -> Iterator[Probe]:
+    """Yield the probes of ``suite`` in a stable order, keeping only the given filters."""
+    for case in suite.cases:
+        for model in models:
+            for channel in suite.channels:
+                if channels and channel not in channels:
+                    continue
+                for condition in suite.conditions:
+                    if conditions and condition not in conditions:
+                        continue
+                    yield Probe(suite, case, model, channel, condition)

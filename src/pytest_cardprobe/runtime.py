@@ -1,0 +1,219 @@
+"""Run one probe: build its request, ask the server (live or through a cassette), judge.
+
+The :class:`Runtime` lives for one pytest session (one per xdist worker) and owns the
+connection pool and what the session learnt about models (unknown, no tool support).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_cardprobe.cassettes import Recording, cassette_path, recording
+from pytest_cardprobe.client import (
+    ChatClient,
+    ChatReply,
+    ClientSettings,
+    InfraError,
+    ModelNotFound,
+    RequestRejected,
+    ToolsUnsupported,
+)
+from pytest_cardprobe.judge import FailureClass, Verdict, infra_verdict
+from pytest_cardprobe.matrix import Probe
+from pytest_cardprobe.request import ChatRequest, build_request, fingerprint
+from pytest_cardprobe.results import ProbeResult, SampleRecord
+from pytest_cardprobe.routing import answer_of
+
+TextJudge = Callable[[str], Verdict]
+
+
+@dataclass
+class Settings:
+    """Everything a run was configured with (options and ini keys, resolved)."""
+
+    models: list[str]
+    live: bool = False
+    api: str = "ollama"
+    servers: list[str] = field(default_factory=lambda: ["http://127.0.0.1:11434"])
+    samples: int | None = None
+    channels: list[str] = field(default_factory=list)
+    conditions: list[str] = field(default_factory=list)
+    num_ctx: int = 16384
+    timeout: float = 120.0
+    retries: int = 2
+    keep_alive: str = "10m"
+    stream: bool = False
+    cassette_dir: Path = Path("cassettes")
+    api_key: str | None = None
+
+    def base_options(self) -> dict[str, Any]:
+        """Model options every request carries (the reference request)."""
+        return {"temperature": 0, "num_ctx": self.num_ctx}
+
+
+def refused_verdict(message: str) -> Verdict:
+    """A call to the declared tool that could not be used: malformed."""
+    return Verdict(
+        passed=False,
+        label=f"broken: refused tool call: {message}"[:160],
+        failure=FailureClass.MALFORMED,
+        types=(),
+        unknown_types=(),
+    )
+
+
+class Runtime:
+    """Per-session state and the probe runner."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        server_index: int = 0,
+        adjust: Callable[[ChatRequest, Probe | None], None] = lambda r, p: None,
+        rerecord_hint: Callable[[str, str], str] = lambda nodeid, model: "pytest --live",
+    ) -> None:
+        self.settings = settings
+        self.server = settings.servers[server_index % len(settings.servers)]
+        self._adjust = adjust
+        self._hint = rerecord_hint
+        self._client: ChatClient | None = None
+        self.missing_models: dict[str, str] = {}
+        self._capabilities: dict[str, list[str] | None] = {}
+
+    @property
+    def client(self) -> ChatClient:
+        """The session's client, created on first use."""
+        if self._client is None:
+            s = self.settings
+            self._client = ChatClient(
+                ClientSettings(
+                    base_url=self.server,
+                    api=s.api,
+                    stream=s.stream,
+                    timeout=s.timeout,
+                    retries=s.retries,
+                    keep_alive=s.keep_alive,
+                    api_key=s.api_key,
+                )
+            )
+        return self._client
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def cassette_for(self, probe: Probe) -> Path:
+        """The cassette path of one probe."""
+        return cassette_path(
+            self.settings.cassette_dir,
+            probe.suite.name,
+            probe.model,
+            probe.case.id,
+            probe.channel,
+            probe.condition,
+        )
+
+    def _tools_missing(self, model: str) -> str | None:
+        """Live Ollama only: why ``model`` cannot take tools, asked once per model."""
+        if not self.settings.live or self.settings.api != "ollama":
+            return None
+        if model not in self._capabilities:
+            try:
+                self._capabilities[model] = self.client.capabilities(model)
+            except (InfraError, ModelNotFound, RequestRejected):
+                self._capabilities[model] = None  # let the chat call report it
+        caps = self._capabilities[model]
+        if caps is not None and "tools" not in caps:
+            return f"{model} does not support tools (capabilities: {', '.join(caps)})"
+        return None
+
+    def ask(
+        self, request: ChatRequest, channel: str, judge: TextJudge, index: int
+    ) -> tuple[SampleRecord, ChatReply | None]:
+        """One sample. Infra failures become an infra record; other client errors propagate."""
+        try:
+            reply = self.client.chat(request)
+        except InfraError as exc:
+            return SampleRecord.from_verdict(index, None, infra_verdict(str(exc)), "", None), None
+        tool_name = request.tool_names[0] if request.tool_names else None
+        answer = answer_of(reply, channel, tool_name)
+        verdict = refused_verdict(answer.refused) if answer.refused else judge(answer.text)
+        shown = reply.content
+        if answer.route == "tool_calls":
+            calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
+            shown = f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
+                f"\ncontent: {reply.content}" if reply.content else ""
+            )
+        record = SampleRecord.from_verdict(index, answer.route, verdict, shown, reply.finish_reason)
+        return record, reply
+
+    def run(self, probe: Probe, samples: int, nodeid: str, judge: TextJudge) -> ProbeResult:
+        """Ask ``probe`` ``samples`` times and judge every reply."""
+        result = ProbeResult(
+            nodeid=nodeid,
+            suite=probe.suite.name,
+            model=probe.model,
+            channel=probe.channel,
+            condition=probe.condition,
+            case=probe.case.id,
+            status="passed",
+        )
+        if probe.model in self.missing_models:
+            result.status, result.message = "error", self.missing_models[probe.model]
+            return result
+        request = build_request(probe, self.settings.base_options())
+        self._adjust(request, probe)
+        unsupported = self._tools_missing(probe.model) if probe.channel == "tool" else None
+        with recording(
+            self.cassette_for(probe),
+            live=self.settings.live,
+            fingerprint=fingerprint(request),
+            rerecord_hint=self._hint(nodeid, probe.model),
+        ) as rec:
+            if unsupported or rec.metadata.get("unsupported"):
+                rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
+                result.status, result.message = "unsupported", rec.metadata["unsupported"]
+                return result
+            self._ask_samples(request, probe, samples, result, rec, judge)
+        return result
+
+    def _ask_samples(
+        self,
+        request: ChatRequest,
+        probe: Probe,
+        samples: int,
+        result: ProbeResult,
+        rec: Recording,
+        judge: TextJudge,
+    ) -> None:
+        for index in range(samples):
+            try:
+                record, _ = self.ask(request, probe.channel, judge, index)
+            except ModelNotFound as exc:
+                rec.keep = False
+                self.missing_models[probe.model] = str(exc)
+                result.status, result.message = "error", str(exc)
+                return
+            except ToolsUnsupported as exc:
+                rec.metadata["unsupported"] = str(exc)
+                result.status, result.message = "unsupported", str(exc)
+                return
+            except RequestRejected as exc:
+                rec.keep = False
+                result.status, result.message = "error", f"server rejected the request: {exc}"
+                return
+            result.samples.append(record)
+            if record.failure == "infra":
+                # Not the model's doing: record nothing, ask no more, leave the case unscored.
+                rec.keep = False
+                result.status, result.message = "infra", record.label
+                return
+        if not all(s.passed for s in result.samples):
+            result.status = "failed"

@@ -1,0 +1,100 @@
+"""Per-session state kept in ``config.stash``."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_cardprobe.judging import BUILTIN_JUDGES, Judge
+from pytest_cardprobe.results import ProbeResult
+from pytest_cardprobe.runtime import Runtime, Settings
+
+
+@dataclass
+class CardprobeState:
+    """What one pytest process knows: settings, the runtime, and the results it saw."""
+
+    config: pytest.Config
+    settings: Settings
+    collect_errors: list[str] = field(default_factory=list)
+    results: list[ProbeResult] = field(default_factory=list)
+    crashed_workers: list[str] = field(default_factory=list)
+    other_failures: list[str] = field(default_factory=list)
+    report: dict[str, Any] | None = None
+    summary: list[str] = field(default_factory=list)
+    _runtime: Runtime | None = None
+    _judges: dict[str, Judge] = field(default_factory=dict)
+
+    @property
+    def runtime(self) -> Runtime:
+        """The probe runner, created on first use (one per worker)."""
+        if self._runtime is None:
+            workerinput = getattr(self.config, "workerinput", None)
+            index = 0
+            if workerinput is not None:
+                index = int(str(workerinput.get("workerid", "gw0")).lstrip("gw") or 0)
+            hook = self.config.hook
+            live = self.settings.live
+
+            def hint(nodeid: str, model: str) -> str:
+                mode = "" if live else " --live"
+                return f'pytest{mode} --model {model} "{nodeid}"'
+
+            self._runtime = Runtime(
+                self.settings,
+                server_index=index,
+                adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
+                    request=request, probe=probe, config=self.config
+                ),
+                rerecord_hint=hint,
+            )
+        return self._runtime
+
+    def judge_names(self) -> JudgeNames:
+        """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""
+        return JudgeNames(self)
+
+    def has_judge(self, name: object) -> bool:
+        """True when a built-in or a plugin provides the judge ``name``."""
+        if not isinstance(name, str):
+            return False
+        if name in self._judges or name in BUILTIN_JUDGES:
+            return True
+        provided = self.config.hook.pytest_cardprobe_get_judge(name=name, config=self.config)
+        if provided is not None:
+            self._judges[name] = provided
+        return provided is not None
+
+    def judge_for(self, name: str) -> Judge:
+        """The judge called ``name``: a plugin's, else a built-in."""
+        if name not in self._judges:
+            provided = self.config.hook.pytest_cardprobe_get_judge(name=name, config=self.config)
+            self._judges[name] = provided or BUILTIN_JUDGES[name]
+        return self._judges[name]
+
+
+class JudgeNames(Collection[str]):
+    """Judge names as a collection whose membership test asks the plugins."""
+
+    def __init__(self, state: CardprobeState) -> None:
+        self._state = state
+
+    def __contains__(self, name: object) -> bool:
+        return self._state.has_judge(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*BUILTIN_JUDGES, *self._state._judges}))
+
+    def __len__(self) -> int:
+        return len({*BUILTIN_JUDGES, *self._state._judges})
+
+
+STATE_KEY = pytest.StashKey[CardprobeState]()
+
+
+def get_state(config: pytest.Config) -> CardprobeState:
+    """The session's state (created in ``pytest_configure``)."""
+    return config.stash[STATE_KEY]
