@@ -274,7 +274,13 @@ def recording(
                 rec.metadata = cassette.get_metadata(
                     METADATA_KEY, {"format": FORMAT, "fingerprint": dict(fingerprint or {})}
                 )
-            yield rec
+            try:
+                yield rec
+            except BaseException:
+                # Interrupted (Ctrl-C) or broken mid-test: a partial set of samples is not a
+                # recording of this test, so keep whatever cassette was there before.
+                rec.keep = False
+                raise
     except CannotOverwriteExistingCassetteException as exc:
         reason = getattr(exc, "reason", "")
         if reason == "already_played":

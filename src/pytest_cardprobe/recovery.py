@@ -37,9 +37,10 @@ What counts as an attempted call to a declared tool ``T`` (any one refuses the r
 * the text ``"name": "T"`` (either quote style, or the key unquoted) anywhere outside a span
   that parsed: a call whose JSON is broken (missing brace, trailing comma, single quotes, raw
   newline in a string, mismatched brackets, duplicate keys, nesting too deep);
-* ``T`` written as a word inside a ``<tool_call>`` wrapper, or right after ``[TOOL_CALLS]`` /
-  ``<|python_tag|>``, outside any span that parsed (``read(path="x")``,
-  ``[TOOL_CALLS]read[ARGS]{...}``).
+* ``T`` written as a word, outside any span that parsed, between ``<tool_call>`` and
+  ``</tool_call>``, or right after ``[TOOL_CALLS]``, ``<|python_tag|>`` or an unclosed
+  ``<tool_call>`` (before any bracket or newline): ``read(path="x")``,
+  ``[TOOL_CALLS]read[ARGS]{...}``.
 
 So prose that merely mentions ``T``, or JSON that does not name ``T`` as a call, never
 yields a call or an error; the error marks a reply that tried to call ``T`` and failed.
@@ -105,9 +106,10 @@ class Recovery:
 #
 # Only spans that contain a declared tool name can matter (a call names its tool; so do the
 # markers and mentions checked later). So:
-# 1. ``_skip`` jumps, in C, over prose and over spans nested at most ``_SHALLOW_DEPTH`` deep,
-#    stopping short of the next occurrence of a declared name;
-# 2. at an opener it could not skip, ``_shallow`` matches the whole span if it is shallow;
+# 1. the skip pattern jumps, in C, over prose and over spans nested at most ``_SHALLOW_DEPTH``
+#    deep, stopping short of the next occurrence of a declared name;
+# 2. at an opener it could not skip, the shallow pattern matches the whole span if it is
+#    shallow (then it holds a declared name);
 # 3. otherwise (deep, or never closed) ``_session`` walks it with one regex step per run of
 #    openers / run of closers, so 100k nested ``[`` cost a single step.
 # When no declared name occurs in the rest of the text, scanning stops.
@@ -143,20 +145,26 @@ _IN_SPAN = re.compile(
 )
 
 
-def _session(text: str, first: int) -> tuple[list[tuple[int, int]], bool]:
-    """Walk the span opened at ``first``.
+def _session(text: str, first: int, last_closer: int) -> tuple[list[int], list[int], bool]:
+    """Walk the span opened at ``first``; ``last_closer`` is the text's last ``}`` or ``]``.
 
-    Returns ``([(first, end)], True)`` when it closes, else ``(spans, False)``: it never
-    closes, and ``spans`` are the maximal spans inside it that did close.
+    Returns ``([first], [end], True)`` when it closes at ``end``; else ``(starts, ends,
+    False)``: it never closes, and the spans inside it that did close and are not nested in
+    another are ``text[starts[i]:ends[i]]``.
     """
+    # Nothing can close after the last closer, so the walk stops there: a reply truncated
+    # mid-call (the usual way a span never closes) costs nothing past its last closer.
     # Open brackets as runs of consecutive openers: text[run_start[i]:run_end[i]].
     run_start: list[int] = []
     run_end: list[int] = []
     depth = 0
-    # Spans closed so far as (start, end, depth after closing). Depths are non-decreasing, so
-    # the spans nested in a newly closed one are all at the tail.
-    closed: list[tuple[int, int, int]] = []
-    for step in _IN_SPAN.finditer(text, first):
+    # Spans closed so far, with the depth after closing. Depths are non-decreasing, so the
+    # spans nested in a newly closed one are all at the tail. (Parallel lists of ints rather
+    # than a list of tuples: nothing for the garbage collector to walk on huge inputs.)
+    closed_start: list[int] = []
+    closed_end: list[int] = []
+    closed_depth: list[int] = []
+    for step in _IN_SPAN.finditer(text, first, last_closer + 1):
         start, stop = step.span(1)
         if start >= 0:
             run_start.append(start)
@@ -168,7 +176,7 @@ def _session(text: str, first: int) -> tuple[list[tuple[int, int]], bool]:
             break  # end of text
         k = stop - at
         if k >= depth:
-            return [(first, at + depth)], True
+            return [first], [at + depth], True
         depth -= k
         while True:
             start = run_start[-1]
@@ -183,10 +191,14 @@ def _session(text: str, first: int) -> tuple[list[tuple[int, int]], bool]:
             if not k:
                 outermost = start
                 break
-        while closed and closed[-1][2] > depth:
-            closed.pop()
-        closed.append((outermost, stop, depth))
-    return [(start, stop) for start, stop, _ in closed], False
+        while closed_depth and closed_depth[-1] > depth:
+            closed_start.pop()
+            closed_end.pop()
+            closed_depth.pop()
+        closed_start.append(outermost)
+        closed_end.append(stop)
+        closed_depth.append(depth)
+    return closed_start, closed_end, False
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,7 +288,8 @@ def _read_call(obj: object, names: frozenset[str]) -> RecoveredCall | None:
         try:
             arguments = _DECODER.decode(arguments)
         except (ValueError, RecursionError) as exc:
-            raise _Refused(name, f"arguments string is not valid JSON: {exc}") from None
+            why = "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
+            raise _Refused(name, f"arguments string is not valid JSON: {why}") from None
     if not isinstance(arguments, dict):
         raise _Refused(name, f"arguments must be a JSON object, not {_json_type(arguments)}")
     return RecoveredCall(name, arguments)
@@ -316,7 +329,7 @@ def _patterns(names: frozenset[str]) -> _Patterns:
 _WRAPPER_TAGS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
 _WRAPPER_CLOSE = "</tool_call>"
 # What follows an open-ended wrapper before any JSON: up to a bracket, a newline or a tag.
-_AFTER_TAG = re.compile(r"\s*+([^{\[\n<]*+)")
+_AFTER_TAG = re.compile(r"\s*+([^{}\[\]\n<]*+)")
 # A declared name with one of these cannot be a tool name, and would break the scanner's
 # assumption that a name never contains a bracket or a quote.
 _NOT_IN_NAMES = frozenset("{}[]\"'\\") | frozenset(" \t\r\n")
@@ -350,6 +363,7 @@ class _Reply:
         skip, shallow = _skip_patterns()
         relevant = self.patterns.relevant
         name_start = name_end = -1  # the next occurrence of a declared name
+        last_closer = -2  # found when first needed
         pos = 0
         while pos < size:
             if name_start < pos:
@@ -368,15 +382,20 @@ class _Reply:
                 self.consider(pos, whole.end(), enclosed=False)
                 pos = whole.end()
                 continue
-            spans, closes = _session(text, pos)
+            if last_closer < -1:
+                last_closer = max(text.rfind("}"), text.rfind("]"))
+            starts, stops, closes = _session(text, pos, last_closer)
             if not closes:
                 self.unclosed = pos
-            for start, stop in spans:
-                if relevant.search(text, start, stop) is not None:
+            for start, stop in zip(starts, stops, strict=True):
+                if name_start < start:  # find the first name at or after this span
+                    hit = relevant.search(text, start)
+                    name_start, name_end = (size, size) if hit is None else hit.span()
+                if name_start < stop:  # else the span ends before it: no name inside
                     self.consider(start, stop, enclosed=not closes)
             if not closes:
                 return  # the open span runs to the end of the text
-            pos = spans[0][1]
+            pos = stops[0]
 
     def consider(self, start: int, stop: int, *, enclosed: bool) -> None:
         """Parse the span text[start:stop] and collect the calls it makes."""
@@ -459,16 +478,19 @@ class _Reply:
         for tag in _WRAPPER_TAGS:
             at = text.find(tag)
             while at >= 0:
-                tags.append((at, tag))
+                if self.covering_end(at) < 0:  # a tag inside a JSON string wraps nothing
+                    tags.append((at, tag))
                 at = text.find(tag, at + len(tag))
         tags.sort()
         for index, (at, tag) in enumerate(tags):
             limit = tags[index + 1][0] if index + 1 < len(tags) else len(text)
             start = at + len(tag)
-            if tag == "<tool_call>":
-                close = text.find(_WRAPPER_CLOSE, start, limit)
-                stop = limit if close < 0 else close
+            close = text.find(_WRAPPER_CLOSE, start, limit) if tag == "<tool_call>" else -1
+            if close >= 0:
+                stop = close  # everything between the tags
             else:
+                # Open-ended (or an unclosed <tool_call>): only what comes before any JSON,
+                # so later prose that names the tool is not held against the reply.
                 after = _AFTER_TAG.match(text, start, limit)
                 if after is None:  # cannot happen: the pattern matches the empty string
                     continue

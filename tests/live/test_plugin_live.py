@@ -1,0 +1,271 @@
+"""The plugin against the real servers started by scripts/real-servers (DESIGN.md section 8).
+
+Each test runs pytest (pytester) on a copy of the shipped suite with a short ``num_predict``
+so that a slice takes seconds per call on a CPU. Assertions are on verdict labels, routes,
+counts and files — never on generated text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from conftest import RealServer
+
+pytestmark = pytest.mark.live
+
+ROOT = Path(__file__).resolve().parents[2]
+LABEL = re.compile(
+    r"^(ok .+|ok prose|prose|no-input|unwanted-card|duplicate-key|prose-with-card"
+    r"|wrong-shape got .+ want .+|broken: .+|infra: .+)$"
+)
+CLOSED_PORT = "http://127.0.0.1:9"  # discard port: nothing listens, so any request would fail
+SLICE = ("-k", "date or control")  # one input case and the prose control: 2 cases
+
+
+def make_project(pytester: pytest.Pytester, server: str, model: str, api: str = "ollama") -> None:
+    shutil.copytree(ROOT / "cases", pytester.path / "cases")
+    suite = pytester.path / "cases" / "cards.yaml"
+    suite.write_text(suite.read_text().replace("num_predict: 512", "num_predict: 96"))
+    pytester.makeini(
+        f"[pytest]\ncardprobe_models = {model}\ncardprobe_servers = {server}\n"
+        f"cardprobe_api = {api}\ncardprobe_num_ctx = 4096\n"
+    )
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    out = pytester.path / f"report-{time.monotonic_ns()}.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", "cases", *args, f"--cardprobe-json={out}")
+    return result, json.loads(out.read_text()) if out.exists() else {}
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, list[tuple[str, str | None]]]:
+    return {t["nodeid"]: [(s["label"], s["route"]) for s in t["samples"]] for t in report["tests"]}
+
+
+def check_counts(report: dict[str, Any], tests: int, samples: int) -> None:
+    assert len(report["tests"]) == tests
+    for test in report["tests"]:
+        assert test["status"] in ("passed", "failed"), test
+        assert len(test["samples"]) == samples
+        for sample in test["samples"]:
+            assert LABEL.match(sample["label"]), sample["label"]
+            assert sample["route"] in ("tool_calls", "recovered", "content")
+            assert sample["passed"] == (sample["failure"] is None)
+    for arm in report["arms"]:
+        ran = [
+            t
+            for t in report["tests"]
+            if [t["suite"], t["model"], t["channel"], t["condition"]]
+            == [arm["suite"], arm["model"], arm["channel"], arm["condition"]]
+        ]
+        assert arm["scored"] == len(ran)
+        assert arm["passed"] == sum(t["status"] == "passed" for t in ran)
+        assert arm["calls"] == len(ran) * samples == sum(arm["routes"].values())
+        failed = [s for t in ran for s in t["samples"] if not s["passed"]]
+        assert sum(arm["failures"].values()) == len(failed)
+
+
+def test_slice_records_then_replays_offline_with_same_verdicts(
+    pytester: pytest.Pytester, real_ollama: RealServer
+) -> None:
+    make_project(pytester, real_ollama.base_url, real_ollama.model)
+    live, live_report = run(pytester, "--live", *SLICE)
+    assert live.ret == 0, live.stdout.str()  # no baseline: every arm is new, the gate passes
+    check_counts(live_report, tests=8, samples=2)
+    live.stdout.fnmatch_lines(["*cardprobe scoreboard*", "*cards*smollm2*tool*cold*"])
+    cassettes = sorted((pytester.path / "cassettes" / "cards").rglob("*.yaml"))
+    assert len(cassettes) == 8
+    for path in cassettes:
+        assert len(yaml.safe_load(path.read_text())["interactions"]) == 2
+
+    # Replay with the server pointed at a closed port: nothing may leave the machine.
+    replay, replay_report = run(pytester, "--server", CLOSED_PORT, *SLICE)
+    assert replay.ret == 0, replay.stdout.str()
+    assert verdicts(replay_report) == verdicts(live_report)
+    assert replay_report["arms"] == live_report["arms"]
+
+
+def test_streamed_and_plain_runs_give_the_same_verdicts(
+    pytester: pytest.Pytester, real_ollama: RealServer
+) -> None:
+    make_project(pytester, real_ollama.base_url, real_ollama.model)
+    _, plain = run(pytester, "--live", *SLICE, "--samples", "1", "--cassette-dir", "plain")
+    _, streamed = run(pytester, "--live", "--stream", *SLICE, "--samples", "1")
+    check_counts(streamed, tests=8, samples=1)
+    assert verdicts(streamed) == verdicts(plain)
+    # The streamed recording (an NDJSON body stored whole) replays to the same verdicts.
+    _, replayed = run(pytester, "--stream", *SLICE, "--samples", "1")
+    assert verdicts(replayed) == verdicts(streamed)
+    body = next((pytester.path / "cassettes").rglob("date-prose-cold.yaml")).read_text()
+    assert '\\"done\\":false' in body.replace(" ", "") or '"done":false' in body.replace(" ", "")
+
+
+def test_unknown_model_errors_once_with_one_clear_message(
+    pytester: pytest.Pytester, real_ollama: RealServer
+) -> None:
+    make_project(pytester, real_ollama.base_url, "no-such-model:0b")
+    started = time.monotonic()
+    result, report = run(pytester, "--live", "-k", "date or time or toggle", "--channel", "prose")
+    elapsed = time.monotonic() - started
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    statuses = {t["status"] for t in report["tests"]}
+    assert statuses == {"error"} and len(report["tests"]) == 6
+    messages = {t["message"] for t in report["tests"]}
+    assert len(messages) == 1 and "no-such-model:0b" in messages.pop()
+    assert "Traceback" not in result.stdout.str()
+    assert not (pytester.path / "cassettes").exists()
+    assert elapsed < 60, "later tests must not wait on the server again"
+
+
+def test_bearer_token_is_sent_but_never_recorded(
+    pytester: pytest.Pytester, real_ollama: RealServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "cardprobe-test-secret-7f3a"
+    monkeypatch.setenv("CARDPROBE_API_KEY", token)
+    make_project(pytester, real_ollama.base_url, real_ollama.model)
+    result, _ = run(
+        pytester,
+        "--live",
+        "-k",
+        "date",
+        "--channel",
+        "prose",
+        "--condition",
+        "cold",
+        "--samples",
+        "1",
+    )
+    assert result.ret == 0, result.stdout.str()
+    (cassette,) = (pytester.path / "cassettes").rglob("*.yaml")
+    text = cassette.read_text()
+    assert token not in text
+    assert "authorization" not in text.lower()
+
+
+def test_tool_arms_of_a_model_without_tools_are_unsupported(
+    pytester: pytest.Pytester, real_ollama: RealServer
+) -> None:
+    name = "smollm2-notools:135m"
+    created = httpx.post(
+        f"{real_ollama.base_url}/api/create",
+        json={
+            "model": name,
+            "from": real_ollama.model,
+            "template": "{{ if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"
+            "<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n",
+            "stream": False,
+        },
+        timeout=120,
+    )
+    assert created.status_code == 200, created.text
+    make_project(pytester, real_ollama.base_url, name)
+    result, report = run(pytester, "--live", *SLICE, "--channel", "tool", "--samples", "1")
+    assert result.ret == 0, result.stdout.str()
+    assert {t["status"] for t in report["tests"]} == {"unsupported"}
+    result.stdout.fnmatch_lines(["*4 skipped*"])
+    assert all(a["unsupported"] == 2 for a in report["arms"])
+    # The verdict is recorded, so replay says the same without a server.
+    _, replay_report = run(pytester, "--server", CLOSED_PORT, *SLICE, "--channel", "tool")
+    assert {t["status"] for t in replay_report["tests"]} == {"unsupported"}
+
+
+@pytest.mark.parametrize("target", ["llama-server", "ollama-v1"])
+def test_openai_api_records_and_replays(
+    pytester: pytest.Pytester, request: pytest.FixtureRequest, target: str
+) -> None:
+    if target == "llama-server":
+        server: RealServer = request.getfixturevalue("real_llama_server")
+    else:
+        server = request.getfixturevalue("real_ollama")
+    make_project(pytester, server.base_url, server.model, api="openai")
+    live, live_report = run(pytester, "--live", *SLICE, "--samples", "1")
+    assert live.ret == 0, live.stdout.str()
+    check_counts(live_report, tests=8, samples=1)
+    _, replay_report = run(pytester, "--server", CLOSED_PORT, *SLICE, "--samples", "1")
+    assert verdicts(replay_report) == verdicts(live_report)
+
+
+def test_fixture_asks_under_samples_marker_live_then_replay(
+    pytester: pytest.Pytester, real_ollama: RealServer
+) -> None:
+    pytester.makeini(
+        f"[pytest]\ncardprobe_models = {real_ollama.model}\n"
+        f"cardprobe_servers = {real_ollama.base_url}\n"
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.samples(2)
+        def test_ask(cardprobe):
+            asked = cardprobe.ask(
+                [{"role": "user", "content": "Show a date picker card."}],
+                accept=["Input.Date"],
+                options={"num_predict": 48},
+            )
+            assert asked.route == "content"
+            assert asked.record.label
+            assert len(cardprobe.samples) == cardprobe.run + 1
+        """
+    )
+    assert pytester.runpytest("--live").ret == 0
+    (cassette,) = (pytester.path / "cassettes" / "_tests").rglob("*.yaml")
+    assert len(yaml.safe_load(cassette.read_text())["interactions"]) == 2
+    assert pytester.runpytest("--server", "http://127.0.0.1:9").ret == 0
+
+
+def test_killed_live_run_leaves_old_or_new_cassette(
+    pytester: pytest.Pytester, real_ollama: RealServer
+) -> None:
+    make_project(pytester, real_ollama.base_url, real_ollama.model)
+    args = ["-k", "date", "--channel", "prose", "--condition", "cold"]
+    first, _ = run(pytester, "--live", *args, "--samples", "1")
+    assert first.ret == 0, first.stdout.str()
+    (cassette,) = (pytester.path / "cassettes").rglob("*.yaml")
+    old = cassette.read_text()
+    outcomes = []
+    for sig, delay in ((signal.SIGKILL, 1.0), (signal.SIGINT, 1.0), (signal.SIGKILL, 3.0)):
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "cases",
+                "--live",
+                *args,
+                "--samples",
+                "3",
+            ],
+            cwd=pytester.path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        time.sleep(delay + 2.0)  # interpreter start-up, then into the first calls
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+        text = cassette.read_text()
+        data = yaml.safe_load(text)  # never a partial file
+        if text == old:
+            outcomes.append("old")
+        else:
+            assert len(data["interactions"]) == 3  # a complete new recording
+            outcomes.append("new")
+            old = text
+    assert "old" in outcomes
+    leftovers = [p for p in cassette.parent.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
