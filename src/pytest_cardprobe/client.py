@@ -74,6 +74,8 @@ def _error_message(response: httpx.Response) -> str:
             err = err.get("message")
         if isinstance(err, str):
             return err
+        if isinstance(body.get("message"), str):  # vLLM's flat error shape
+            return str(body["message"])
     return json.dumps(body)[:300]
 
 
@@ -81,14 +83,17 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
     """Map a non-2xx response to the exception that says whose problem it is."""
     status = response.status_code
     message = _error_message(response)
+    lowered = message.lower()
+    where = response.request.url.netloc.decode("ascii", "replace")
     if status >= 500 or status == 429:
         return InfraError(f"HTTP {status} from {response.request.url}: {message}")
-    if status == 404 and "not found" in message.lower():
-        return ModelNotFound(
-            f"model {model!r} not found on {response.request.url.host}:"
-            f"{response.request.url.port}: {message}"
+    if status == 404 and "page not found" in lowered:
+        return RequestRejected(
+            f"HTTP 404 from {response.request.url}: {message} — is the server URL or --api right?"
         )
-    if status == 400 and "does not support tools" in message.lower():
+    if status == 404 and ("not found" in lowered or "does not exist" in lowered):
+        return ModelNotFound(f"model {model!r} not found on {where}: {message}")
+    if status == 400 and "does not support tools" in lowered:
         return ToolsUnsupported(f"{model} does not support tools: {message}")
     return RequestRejected(f"HTTP {status}: {message}")
 
@@ -144,6 +149,8 @@ def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
             chunk = json.loads(line)
         except ValueError as exc:
             raise InfraError(f"stream line {chunks + 1} is not JSON: {line[:80]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise InfraError(f"stream line {chunks + 1} is not a JSON object: {line[:80]!r}")
         chunks += 1
         if "error" in chunk:
             raise InfraError(f"error inside stream after {chunks - 1} chunks: {chunk['error']}")
@@ -188,6 +195,9 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
     chunks = 0
     done = False
     for line in lines:
+        if line.startswith("error:"):
+            # llama-server reports a failure after the stream started as an `error:` event.
+            raise InfraError(f"error inside stream after {chunks} events: {line[6:].strip()}")
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
@@ -198,6 +208,8 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
             chunk = json.loads(data)
         except ValueError as exc:
             raise InfraError(f"SSE event {chunks + 1} is not JSON: {data[:80]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise InfraError(f"SSE event {chunks + 1} is not a JSON object: {data[:80]!r}")
         chunks += 1
         if "error" in chunk:
             raise InfraError(f"error inside stream after {chunks - 1} events: {chunk['error']}")
@@ -276,8 +288,14 @@ class ChatClient:
                 body["max_tokens"] = opts.pop("num_predict")
             if "seed" in opts:
                 body["seed"] = opts.pop("seed")
-            if opts.pop("format", None) == "json":
+            fmt = opts.pop("format", None)
+            if fmt == "json":
                 body["response_format"] = {"type": "json_object"}
+            elif isinstance(fmt, dict):
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": fmt},
+                }
             if request.tools:
                 body["tools"] = request.tools
             return "/v1/chat/completions", body
@@ -330,6 +348,8 @@ class ChatClient:
             data = response.json()
         except ValueError as exc:
             raise InfraError(f"reply is not JSON: {response.text[:120]!r}") from exc
+        if not isinstance(data, dict):
+            raise InfraError(f"reply is not a JSON object: {response.text[:120]!r}")
         if self.settings.api == "openai":
             return parse_openai_reply(data)
         return parse_ollama_reply(data)

@@ -393,8 +393,8 @@ class _Reply:
                     name_start, name_end = (size, size) if hit is None else hit.span()
                 if name_start < stop:  # else the span ends before it: no name inside
                     self.consider(start, stop, enclosed=not closes)
-            if not closes:
-                return  # the open span runs to the end of the text
+            if not closes or name_start >= size:
+                return  # the open span runs to the end, or no declared name follows
             pos = stops[0]
 
     def consider(self, start: int, stop: int, *, enclosed: bool) -> None:

@@ -107,8 +107,13 @@ def test_bad_suite_is_a_usage_error_naming_file_and_key(
 
 @pytest.mark.parametrize(
     ("marker", "shown"),
-    [("samples(0)", "samples(0)"), ("samples('2')", "samples('2')"), ("samples", "samples()"),
-     ("samples(True)", "samples(True)"), ("samples(2, 3)", "samples(2, 3)")],
+    [
+        ("samples(0)", "samples(0)"),
+        ("samples('2')", "samples('2')"),
+        ("samples", "samples()"),
+        ("samples(True)", "samples(True)"),
+        ("samples(2, 3)", "samples(2, 3)"),
+    ],
 )
 def test_bad_samples_marker_is_a_usage_error(
     pytester: pytest.Pytester, marker: str, shown: str

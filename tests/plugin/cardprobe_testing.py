@@ -1,0 +1,53 @@
+"""Helpers shared by the pytester tests: paths of shipped cassettes, edited replies, reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+
+def cassette(project: pytest.Pytester, case: str, channel: str, condition: str) -> Path:
+    """Path of one shipped cassette inside a pytester project."""
+    return (
+        project.path
+        / "cassettes"
+        / "cards"
+        / "smollm2%3A135m"
+        / f"{case}-{channel}-{condition}.yaml"
+    )
+
+
+def set_replies(path: Path, content: str | None = None, tool_body: list[Any] | None = None) -> None:
+    """Rewrite every recorded reply in a cassette (test data for the gate; the mechanism is real).
+
+    ``content`` replaces ``message.content``; ``tool_body`` makes the reply a structured call
+    of ``render_adaptive_card`` with that body (and empties the content).
+    """
+    data = yaml.safe_load(path.read_text())
+    for interaction in data["interactions"]:
+        body = interaction["response"]["body"]
+        reply = json.loads(body["string"])
+        message = reply.setdefault("message", {"role": "assistant"})
+        if content is not None:
+            message["content"] = content
+            message.pop("tool_calls", None)
+        if tool_body is not None:
+            message["content"] = ""
+            message["tool_calls"] = [
+                {"function": {"name": "render_adaptive_card", "arguments": {"body": tool_body}}}
+            ]
+        body["string"] = json.dumps(reply)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def report(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Run pytest on the project's cases with a JSON report; return both."""
+    out = project.path / "report.json"
+    if out.exists():
+        out.unlink()
+    result = project.runpytest("-p", "no:cacheprovider", "cases", f"--cardprobe-json={out}", *args)
+    return result, (json.loads(out.read_text()) if out.exists() else {})

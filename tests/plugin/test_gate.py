@@ -1,0 +1,148 @@
+"""The gate: regressions past the noise floor fail the run; within it they warn.
+
+Regressions are constructed by editing recorded replies (test data); the replay, judging,
+baseline and gate under test are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cardprobe_testing import cassette, report, set_replies
+
+CARDS = {
+    "date": [{"type": "Input.Date", "id": "day", "label": "Day"}],
+    "time": [{"type": "Input.Time", "id": "at", "label": "Time"}],
+    "toggle": [{"type": "Input.Toggle", "id": "on", "title": "Remind me"}],
+}
+PROSE = "Sure! Any weekday morning works well for most people."
+
+
+def baseline_with_passing(project: pytest.Pytester, channel: str = "prose") -> None:
+    """Make date, time and toggle pass on ``channel``/cold, then write the baseline."""
+    for case, body in CARDS.items():
+        set_replies(cassette(project, case, channel, "cold"), content=json.dumps(body))
+    result, data = report(project, "--update-baseline")
+    assert result.ret == 0, result.stdout.str()
+    assert data["gate"]["decision"] == "updated"
+
+
+def test_regression_beyond_the_floor_fails_with_a_readable_report(
+    recorded: pytest.Pytester,
+) -> None:
+    baseline_with_passing(recorded)
+    for case in ("date", "time"):
+        set_replies(cassette(recorded, case, "prose", "cold"), content=PROSE)
+    result, data = report(recorded, "--cardprobe-md=report.md")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert data["gate"]["decision"] == "fail"
+    result.stdout.fnmatch_lines(
+        [
+            "gate: fail*1 regression(s)*",
+            "*REGRESSION: cards/smollm2:135m/prose/cold: passed * -> * (floor ±1); "
+            "pass -> fail: date (ok Input.Date -> prose), time (ok Input.Time -> prose)",
+        ]
+    )
+    md = (recorded.path / "report.md").read_text()
+    assert "**Gate: fail**" in md and "### Regressions" in md
+
+
+def test_loss_within_the_floor_passes_with_a_warning(recorded: pytest.Pytester) -> None:
+    baseline_with_passing(recorded)
+    set_replies(cassette(recorded, "date", "prose", "cold"), content=PROSE)
+    result, data = report(recorded)
+    assert result.ret == 0, result.stdout.str()
+    assert data["gate"]["decision"] == "pass"
+    result.stdout.fnmatch_lines(
+        ["*warning: cards/smollm2:135m/prose/cold: pass -> fail within the floor: date*"]
+    )
+
+
+def test_a_wider_noise_floor_lets_two_losses_through(recorded: pytest.Pytester) -> None:
+    baseline_with_passing(recorded)
+    for case in ("date", "time"):
+        set_replies(cassette(recorded, case, "prose", "cold"), content=PROSE)
+    result, _ = report(recorded, "--noise-floor", "2")
+    assert result.ret == 0, result.stdout.str()
+
+
+def test_adoption_drop_fails_even_when_cases_still_pass(recorded: pytest.Pytester) -> None:
+    for case, body in CARDS.items():
+        set_replies(cassette(recorded, case, "tool", "cold"), tool_body=body)
+    assert report(recorded, "--update-baseline")[0].ret == 0
+    # Same cards, now written into the content instead of the tool call: still pass.
+    for case, body in CARDS.items():
+        set_replies(cassette(recorded, case, "tool", "cold"), content=json.dumps(body))
+    result, data = report(recorded)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    arm = data["gate"]["arms"]["cards/smollm2:135m/tool/cold"]
+    assert arm["passed_delta"] == 0
+    assert arm["adoption_delta"] < 0
+    result.stdout.fnmatch_lines(["*REGRESSION: cards/smollm2:135m/tool/cold: adoption *"])
+
+
+def test_gain_beyond_the_floor_suggests_update(recorded: pytest.Pytester) -> None:
+    assert report(recorded, "--update-baseline")[0].ret == 0
+    for case, body in CARDS.items():
+        set_replies(cassette(recorded, case, "prose", "cold"), content=json.dumps(body))
+    result, data = report(recorded)
+    assert result.ret == 0
+    assert data["gate"]["gains"]
+    result.stdout.fnmatch_lines(["*gain: cards/smollm2:135m/prose/cold*--update-baseline*"])
+
+
+def test_k_run_compares_only_the_cases_that_ran(recorded: pytest.Pytester) -> None:
+    baseline_with_passing(recorded)
+    for case in ("date", "time"):
+        set_replies(cassette(recorded, case, "prose", "cold"), content=PROSE)
+    result, data = report(recorded, "-k", "toggle or control")
+    assert result.ret == 0, result.stdout.str()
+    assert data["gate"]["arms"]["cards/smollm2:135m/prose/cold"]["compared"] == 2
+
+
+def test_arms_without_baseline_are_new_unless_strict(recorded: pytest.Pytester) -> None:
+    (recorded.path / "cardprobe-baseline.json").unlink(missing_ok=True)
+    result, data = report(recorded)
+    assert result.ret == 0
+    assert data["gate"]["decision"] == "pass" and len(data["gate"]["new"]) == 4
+    strict, _ = report(recorded, "--strict-baseline")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_unscored_infra_past_the_share_is_inconclusive(recorded: pytest.Pytester) -> None:
+    result, data = report(
+        recorded, "--live", "--server", "http://127.0.0.1:9", "-k", "date and prose"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert data["gate"]["decision"] == "inconclusive"
+    assert data["gate"]["unscored"] == 2
+    result.stdout.fnmatch_lines(["gate: inconclusive*2 of 2 case(s) unscored*"])
+
+
+def test_bad_baseline_file_is_reported_and_fails(recorded: pytest.Pytester) -> None:
+    (recorded.path / "cardprobe-baseline.json").write_text("{not json")
+    result, _ = report(recorded, "-k", "date")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*ERROR: baseline*cardprobe-baseline.json is not valid JSON*"])
+
+
+def test_update_baseline_is_stable_and_atomic(recorded: pytest.Pytester) -> None:
+    report(recorded, "--update-baseline")
+    first = (recorded.path / "cardprobe-baseline.json").read_bytes()
+    report(recorded, "--update-baseline", "-n", "2")
+    assert (recorded.path / "cardprobe-baseline.json").read_bytes() == first
+    assert not list(recorded.path.glob(".cardprobe-baseline.json.*"))
+    assert list(json.loads(first)["arms"]) == sorted(json.loads(first)["arms"])
+
+
+def test_shipped_reports_match_their_snapshots(recorded: pytest.Pytester, snapshot) -> None:  # type: ignore[no-untyped-def]
+    result = recorded.runpytest(
+        "-p", "no:cacheprovider", "cases", "--cardprobe-json=r.json", "--cardprobe-md=r.md"
+    )
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "cardprobe scoreboard" in line)
+    end = next(i for i, line in enumerate(lines) if line.startswith("gate:"))
+    assert "\n".join(lines[start + 1 : end + 1]) == snapshot(name="scoreboard")
+    assert (recorded.path / "r.md").read_text() == snapshot(name="markdown")
+    assert (recorded.path / "r.json").read_text() == snapshot(name="json")
