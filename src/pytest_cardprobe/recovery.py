@@ -277,10 +277,11 @@ def _read_call(obj: object, names: frozenset[str]) -> RecoveredCall | None:
     # From here on it is an attempted call to a declared tool: anything off is refused, since
     # a key we do not understand may be an argument the model put in the wrong place.
     if extra:
-        raise _Refused(name, f"unexpected keys {sorted(extra)}")
+        keys = sorted(extra)
+        raise _Refused(name, f"unexpected keys {keys[:5]}" + (" ..." if len(keys) > 5 else ""))
     kind = obj.get("type", "function")
     if kind != "function":
-        raise _Refused(name, f'"type" is {kind!r}, expected "function"')
+        raise _Refused(name, f'"type" is {kind!r:.40}, expected "function"')
     if "arguments" in body and "parameters" in body:
         raise _Refused(name, 'both "arguments" and "parameters" given')
     arguments = body.get("arguments", body.get("parameters", {}))
