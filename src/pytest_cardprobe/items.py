@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -13,7 +14,7 @@ from pytest_cardprobe.results import ProbeResult
 from pytest_cardprobe.suite import SuiteError, load_suite
 
 if TYPE_CHECKING:
-    pass
+    from pytest_cardprobe.state import CardprobeState
 
 SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
 
@@ -33,6 +34,49 @@ def marker_samples(item: pytest.Item) -> int | None:
         shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
         raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
     return n
+
+
+_SKIPPED_DIRS = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "__pycache__", "build"}
+
+
+def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
+    """Suite files a run over ``args`` would collect (for checks made before collection)."""
+    from pytest_cardprobe.suite import is_suite_file
+
+    for arg in args:
+        path = Path(arg.split("::", 1)[0])
+        path = path if path.is_absolute() else root / path
+        if path.is_file():
+            candidates: Iterator[Path] = iter([path])
+        elif path.is_dir():
+            candidates = (
+                p
+                for p in sorted(path.rglob("*.y*ml"))
+                if not _SKIPPED_DIRS & set(p.relative_to(path).parts)
+            )
+        else:
+            continue
+        for candidate in candidates:
+            if candidate.suffix in (".yaml", ".yml") and is_suite_file(candidate):
+                yield candidate
+
+
+def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list[str]:
+    """Load every suite up front; the problems a run over ``args`` would stop on."""
+    errors = []
+    found = False
+    for path in suite_files_under(args, root):
+        found = True
+        try:
+            load_suite(path, known_judges=state.judge_names())
+        except SuiteError as exc:
+            errors.append(str(exc))
+    if found and not state.settings.models:
+        errors.append(
+            "no model to probe — pass --model NAME (repeatable) or set "
+            "cardprobe_models in [tool.pytest.ini_options]"
+        )
+    return errors
 
 
 class ProbeFailed(Exception):

@@ -62,6 +62,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Under xdist the controller collects nothing; check suites here so a bad one stops the run."""
+    config = session.config
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
+        return
+    from pytest_cardprobe.items import preflight_errors
+
+    args = list(config.args) or [str(config.rootpath)]
+    errors = preflight_errors(get_state(config), args, Path(str(config.invocation_params.dir)))
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Stop before running anything when a suite or a samples marker is wrong."""
     state = get_state(config)

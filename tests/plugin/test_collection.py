@@ -170,3 +170,17 @@ def test_samples_option_is_validated(pytester: pytest.Pytester, value: str) -> N
     result = pytester.runpytest("--samples", value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--samples wants an integer >= 1*"])
+
+
+def test_bad_suite_under_xdist_is_still_a_usage_error(project: pytest.Pytester) -> None:
+    suite = project.path / "cases" / "cards.yaml"
+    suite.write_text(suite.read_text().replace("samples: 2", "samples: 0"))
+    result = project.runpytest("cases", "--model", "m", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*cards.yaml:*samples*got 0*"])
+
+
+def test_no_model_under_xdist_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("cases", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no model to probe*"])
