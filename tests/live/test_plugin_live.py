@@ -21,7 +21,6 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from conftest import RealServer
 
 pytestmark = pytest.mark.live
 
@@ -78,7 +77,7 @@ def check_counts(report: dict[str, Any], tests: int, samples: int) -> None:
 
 
 def test_slice_records_then_replays_offline_with_same_verdicts(
-    pytester: pytest.Pytester, real_ollama: RealServer
+    pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
     make_project(pytester, real_ollama.base_url, real_ollama.model)
     live, live_report = run(pytester, "--live", *SLICE)
@@ -98,7 +97,7 @@ def test_slice_records_then_replays_offline_with_same_verdicts(
 
 
 def test_streamed_and_plain_runs_give_the_same_verdicts(
-    pytester: pytest.Pytester, real_ollama: RealServer
+    pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
     make_project(pytester, real_ollama.base_url, real_ollama.model)
     _, plain = run(pytester, "--live", *SLICE, "--samples", "1", "--cassette-dir", "plain")
@@ -113,7 +112,7 @@ def test_streamed_and_plain_runs_give_the_same_verdicts(
 
 
 def test_unknown_model_errors_once_with_one_clear_message(
-    pytester: pytest.Pytester, real_ollama: RealServer
+    pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
     make_project(pytester, real_ollama.base_url, "no-such-model:0b")
     started = time.monotonic()
@@ -130,7 +129,7 @@ def test_unknown_model_errors_once_with_one_clear_message(
 
 
 def test_bearer_token_is_sent_but_never_recorded(
-    pytester: pytest.Pytester, real_ollama: RealServer, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, real_ollama: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     token = "cardprobe-test-secret-7f3a"
     monkeypatch.setenv("CARDPROBE_API_KEY", token)
@@ -155,7 +154,7 @@ def test_bearer_token_is_sent_but_never_recorded(
 
 
 def test_tool_arms_of_a_model_without_tools_are_unsupported(
-    pytester: pytest.Pytester, real_ollama: RealServer
+    pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
     name = "smollm2-notools:135m"
     created = httpx.post(
@@ -186,7 +185,7 @@ def test_openai_api_records_and_replays(
     pytester: pytest.Pytester, request: pytest.FixtureRequest, target: str
 ) -> None:
     if target == "llama-server":
-        server: RealServer = request.getfixturevalue("real_llama_server")
+        server: Any = request.getfixturevalue("real_llama_server")
     else:
         server = request.getfixturevalue("real_ollama")
     make_project(pytester, server.base_url, server.model, api="openai")
@@ -198,7 +197,7 @@ def test_openai_api_records_and_replays(
 
 
 def test_fixture_asks_under_samples_marker_live_then_replay(
-    pytester: pytest.Pytester, real_ollama: RealServer
+    pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
     pytester.makeini(
         f"[pytest]\ncardprobe_models = {real_ollama.model}\n"
@@ -227,7 +226,7 @@ def test_fixture_asks_under_samples_marker_live_then_replay(
 
 
 def test_killed_live_run_leaves_old_or_new_cassette(
-    pytester: pytest.Pytester, real_ollama: RealServer
+    pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
     make_project(pytester, real_ollama.base_url, real_ollama.model)
     args = ["-k", "date", "--channel", "prose", "--condition", "cold"]
