@@ -39,7 +39,7 @@ def make_project(pytester: pytest.Pytester, server: str, model: str, api: str = 
     suite.write_text(suite.read_text().replace("num_predict: 512", "num_predict: 96"))
     pytester.makeini(
         f"[pytest]\ncardprobe_models = {model}\ncardprobe_servers = {server}\n"
-        f"cardprobe_api = {api}\ncardprobe_num_ctx = 4096\n"
+        f"cardprobe_api = {api}\n"
     )
 
 
