@@ -140,12 +140,13 @@ def pytest_runtest_makereport(
     if isinstance(item, ProbeItem):
         result = item.result
         if result is not None:
+            # item.user_properties reach --junitxml (through the teardown report) and xdist.
             for key, value in (
                 ("arm", "/".join(result.arm)),
                 ("routes", " ".join(s.route or "-" for s in result.samples)),
                 ("labels", " | ".join(s.label for s in result.samples)),
             ):
-                report.user_properties.append((f"cardprobe.{key}", value))
+                item.user_properties.append((f"cardprobe.{key}", value))
     else:
         probe = item.stash.get(FIXTURE_KEY, None)
         if probe is not None and probe.samples:

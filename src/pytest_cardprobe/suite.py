@@ -263,7 +263,7 @@ def load_suite(path: Path | str, *, known_judges: Collection[str] = ("card",)) -
         raise SuiteError(p, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data, lines, root_line = _parse(p, text)
-        return _SuiteReader(p, lines, tuple(known_judges)).read(data, root_line)
+        return _SuiteReader(p, lines, known_judges).read(data, root_line)
     except RecursionError:
         raise SuiteError(p, "YAML is nested too deeply to be a suite file") from None
 
@@ -415,7 +415,7 @@ def _one_of(options: Sequence[str]) -> str:
 class _SuiteReader:
     """Validates the converted document top-down; the first problem raises."""
 
-    def __init__(self, path: Path, lines: dict[_KeyPath, int], judges: tuple[str, ...]) -> None:
+    def __init__(self, path: Path, lines: dict[_KeyPath, int], judges: Collection[str]) -> None:
         self.path = path
         self.lines = lines
         self.judges = judges

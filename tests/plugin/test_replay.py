@@ -32,7 +32,7 @@ def test_missing_cassette_is_an_error_with_the_record_command(recorded: pytest.P
 @pytest.mark.parametrize(
     ("edit", "changed"),
     [
-        (("prompts/tool.md", "Reply", "Answer"), "system prompt"),
+        (("prompts/tool.md", "When no card fits", "If no card fits"), "system prompt"),
         (("cards.yaml", "Show an Adaptive Card to the user.", "Show a card."), "tool declaration"),
         (("cards.yaml", "What should we sort out first?", "What first?"), "history"),
         (("cards.yaml", "num_predict: 512", "num_predict: 500"), "options"),
