@@ -32,11 +32,17 @@ class RealServer:
     model: str
 
 
+# Read once at import: pytester points HOME at a temporary folder while its tests run, and a
+# session fixture first requested inside such a test must still find the real env file.
+_ENV_AT_IMPORT = {k: os.environ.get(k) for k in ("CARDPROBE_SERVERS_ENV", "XDG_CACHE_HOME")}
+_HOME_AT_IMPORT = Path.home()
+
+
 def servers_env_path() -> Path:
-    explicit = os.environ.get("CARDPROBE_SERVERS_ENV")
+    explicit = _ENV_AT_IMPORT["CARDPROBE_SERVERS_ENV"]
     if explicit:
         return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    cache = _ENV_AT_IMPORT["XDG_CACHE_HOME"] or str(_HOME_AT_IMPORT / ".cache")
     return Path(cache) / "cardprobe-servers" / "run" / "servers.env"
 
 
