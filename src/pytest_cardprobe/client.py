@@ -128,6 +128,10 @@ def _tool_call(entry: Any) -> ToolCall | None:
 
 def parse_ollama_reply(body: dict[str, Any]) -> ChatReply:
     """One ``/api/chat`` reply body (``stream:false``)."""
+    if body.get("done") is False:
+        # Ollama 0.11.4 can stop mid-reply (a token repeated >30 times) and answer 200 with
+        # done:false: not a finished turn, so not model behaviour to judge.
+        raise InfraError("reply ended with done:false (the server stopped before finishing)")
     message = body.get("message") or {}
     calls = [c for c in map(_tool_call, message.get("tool_calls") or []) if c]
     return ChatReply(

@@ -799,3 +799,12 @@ class TestParseOpenAIStream:
         events = [fragment(0, pieces[0], name=CARD_TOOL), *(fragment(0, p) for p in pieces[1:])]
         (call,) = parse_openai_stream(sse_lines(*events)).tool_calls
         assert call == ToolCall(CARD_TOOL, json.loads(arguments))
+
+
+def test_unfinished_ollama_reply_is_infra() -> None:
+    """Ollama 0.11.4 can answer 200 with done:false after a repeated token; never judge it."""
+    from pytest_cardprobe.client import InfraError, parse_ollama_reply
+
+    body = {"model": "", "created_at": "0001-01-01T00:00:00Z", "message": {}, "done": False}
+    with pytest.raises(InfraError, match="done:false"):
+        parse_ollama_reply(body)
