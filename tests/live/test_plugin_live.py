@@ -180,19 +180,24 @@ def test_tool_arms_of_a_model_without_tools_are_unsupported(
     assert {t["status"] for t in replay_report["tests"]} == {"unsupported"}
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "sse"])
 @pytest.mark.parametrize("target", ["llama-server", "ollama-v1"])
 def test_openai_api_records_and_replays(
-    pytester: pytest.Pytester, request: pytest.FixtureRequest, target: str
+    pytester: pytest.Pytester, request: pytest.FixtureRequest, target: str, stream: bool
 ) -> None:
     if target == "llama-server":
         server: Any = request.getfixturevalue("real_llama_server")
     else:
         server = request.getfixturevalue("real_ollama")
     make_project(pytester, server.base_url, server.model, api="openai")
-    live, live_report = run(pytester, "--live", *SLICE, "--samples", "1")
+    mode = ["--stream"] if stream else []
+    live, live_report = run(pytester, "--live", *mode, *SLICE, "--samples", "1")
     assert live.ret == 0, live.stdout.str()
     check_counts(live_report, tests=8, samples=1)
-    _, replay_report = run(pytester, "--server", CLOSED_PORT, *SLICE, "--samples", "1")
+    body = next((pytester.path / "cassettes").rglob("date-prose-cold.yaml")).read_text()
+    assert ("data: " in body) == stream  # an SSE body is stored whole, as the server sent it
+    replay, replay_report = run(pytester, "--server", CLOSED_PORT, *mode, *SLICE, "--samples", "1")
+    assert replay.ret == 0, replay.stdout.str()
     assert verdicts(replay_report) == verdicts(live_report)
 
 
