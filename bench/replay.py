@@ -33,7 +33,7 @@ Wall time and peak RSS come from ``/usr/bin/time -v`` when present (else from a 
 child's user+sys. Then:
 
 * ``--variant NAME`` (repeatable, ``a+b`` combines): also time replay with a small monkeypatch
-  plugin loaded with ``-p`` that changes one thing (see ``VARIANTS``: replay without vcrpy,
+  plugin loaded with ``-p`` that changes one thing (see ``VARIANTS``: replay without httpx,
   JSON cassettes, ...), to measure a suggested change without editing ``src/``;
 * in-process timing (``--micro-tests``): ``Runtime.run`` and its stages per test, CPU time,
   without pytest and without a profiler, as shipped and with each variant;
@@ -516,63 +516,8 @@ def environments(root: Path) -> dict[str, dict[str, str]]:
 # A variant is a tiny plugin module loaded with ``-p`` that changes one thing at run time,
 # so that a suggested change can be measured without editing src/. Names combine with "+".
 VARIANTS: dict[str, tuple[str, str]] = {
-    "no-vcr": (
-        "replay through an `httpx.MockTransport` serving the cassette's interactions in order "
-        "(same read, fingerprint check and JSON-body match) instead of vcrpy",
-        """
-import contextlib, json
-import httpx
-from pytest_cardprobe import cassettes, client, runtime
-
-_queue = []
-
-@contextlib.contextmanager
-def recording(path, *, live, fingerprint, rerecord_hint):
-    assert not live, "the no-vcr variant only replays"
-    rec = cassettes.Recording(path=path, live=False)
-    data = cassettes.read_cassette(path, rerecord_hint)
-    if fingerprint is not None:
-        cassettes.check_fingerprint(path, data, fingerprint)
-    rec.metadata = dict((data.get("metadata") or {}).get(cassettes.METADATA_KEY) or {})
-    rec.samples = len(data["interactions"])
-    _queue[:] = data["interactions"]
-    try:
-        yield rec
-    finally:
-        _queue.clear()
-
-def _handler(request):
-    if not _queue:
-        raise cassettes.StaleCassette("the test asked for more calls than were recorded")
-    recorded = _queue.pop(0)
-    want = recorded["request"]
-    if request.method != want["method"] or request.url.path != httpx.URL(want["uri"]).path:
-        raise cassettes.StaleCassette("the request no longer matches the recording")
-    if json.loads(request.content or b"null") != json.loads(want["body"] or "null"):
-        raise cassettes.StaleCassette("the request no longer matches the recording")
-    response = recorded["response"]
-    headers = [(k, v) for k, vs in (response.get("headers") or {}).items() for v in vs]
-    body = response["body"]["string"]
-    return httpx.Response(
-        response["status"]["code"],
-        headers=headers,
-        content=body.encode("utf-8") if isinstance(body, str) else body,
-    )
-
-runtime.recording = recording
-_init = client.ChatClient.__init__
-
-def _replay_init(self, settings, *args, **kwargs):
-    _init(self, settings, *args, **kwargs)
-    self._http = httpx.Client(
-        base_url=settings.base_url.rstrip("/"), transport=httpx.MockTransport(_handler)
-    )
-
-client.ChatClient.__init__ = _replay_init
-""",
-    ),
     "direct": (
-        "replay without vcrpy and without httpx: `ChatClient.chat` takes the next recorded "
+        "replay without httpx: `ChatClient.chat` takes the next recorded "
         "interaction, checks method, path and JSON body against `payload(request)`, and parses "
         "the recorded body (same read and fingerprint check)",
         """
@@ -617,22 +562,6 @@ runtime.recording = recording
 client.ChatClient.chat = chat
 """,
     ),
-    "skip-absent-imports": (
-        "keep vcrpy, but mark the HTTP libraries vcrpy probes for and that are not installed "
-        "(httplib2, tornado, aiohttp, httpx_curl_cffi, pyreqwest, httpx2) as absent in "
-        "`sys.modules`, so its per-cassette `import` attempts fail at once instead of "
-        "searching sys.path",
-        """
-import importlib.util, sys
-for _name in ("httplib2", "tornado", "aiohttp", "httpx_curl_cffi", "pyreqwest", "httpx2"):
-    try:
-        _found = importlib.util.find_spec(_name) is not None
-    except (ImportError, ValueError):
-        _found = False
-    if not _found:
-        sys.modules[_name] = None
-""",
-    ),
     "json-cassettes": (
         "cassettes stored as JSON (same data, vcrpy's JSON layout) and read with `json.loads` "
         "instead of YAML",
@@ -656,20 +585,6 @@ cassettes._load_yaml = lambda text: yaml.load(text, Loader=yaml.SafeLoader)
         "FAILURES section (its teardown-section lookup rescans every report for each failure: "
         "O(failures × reports), pytest-dev/pytest#13360) and prints one line per failure",
         "",
-    ),
-    "reuse-vcr": (
-        "one `vcr.VCR` per session instead of one per test",
-        """
-import vcr
-_real, _one = vcr.VCR, []
-
-def _shared(*args, **kwargs):
-    if not _one:
-        _one.append(_real(*args, **kwargs))
-    return _one[0]
-
-vcr.VCR = _shared
-""",
     ),
 }
 
@@ -794,11 +709,8 @@ print(json.dumps(res))
 
 MICRO_CONFIGS = (
     "",
-    "skip-absent-imports",
     "json-cassettes",
     "pure-yaml",
-    "no-vcr",
-    "no-vcr+json-cassettes",
     "direct",
     "direct+json-cassettes",
 )
@@ -916,14 +828,12 @@ PHASES = (
         "recording(): set-up and tear-down",
     ),
     (7, "pytest_cardprobe/cassettes.py", "read_cassette", "read_cassette (read + YAML)"),
-    (7, "vcr/cassette.py", "__enter__", "vcrpy use_cassette enter (load, patch)"),
-    (7, "vcr/cassette.py", "__exit__", "vcrpy use_cassette exit (unpatch)"),
     (6, "pytest_cardprobe/runtime.py", "ask", "Runtime.ask (one per sample)"),
     (
         7,
         r"(pytest_cardprobe/client|bench_variant_direct)\.py",
         "chat",
-        "ChatClient.chat (httpx + vcrpy stub + match)",
+        "ChatClient.chat (httpx + replay transport: match, play)",
     ),
     (7, "pytest_cardprobe/routing.py", "answer_of", "answer_of (route, recovery)"),
     (7, "pytest_cardprobe/judging.py", "card_judge", "card judge"),
@@ -1230,10 +1140,10 @@ def markdown(
             ("build_request + fingerprint", fp),
             ("read_cassette: read the file, YAML (CSafeLoader), check", read),
             (
-                "vcrpy `use_cassette` enter + exit (load into vcrpy, patch, unpatch)",
+                "rest of `recording()` enter + exit (hand the cassette to the player)",
                 enter - read - fp,
             ),
-            ("2 × `ChatClient.chat` through httpx and vcrpy's stub (match, play)", chats),
+            ("2 × `ChatClient.chat` through httpx and the replay transport (match, play)", chats),
             ("2 × (`answer_of` + card judge)", plain["2 x (answer_of + judge)"]),
             ("**`Runtime.run` as a whole**", plain["Runtime.run"]),
         ]

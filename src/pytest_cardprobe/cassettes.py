@@ -78,21 +78,14 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def _json_body_matcher(r1: Any, r2: Any) -> None:
-    """vcrpy matcher: bodies equal as parsed JSON (key order and whitespace do not matter)."""
-
-    def parsed(request: Any) -> Any:
-        body = request.body or b""
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", "replace")
-        try:
-            return json.loads(body) if body else None
-        except ValueError:
-            return body
-
-    a, b = parsed(r1), parsed(r2)
-    if a != b:
-        raise AssertionError(_first_difference(a, b))
+def _parsed_body(body: str | bytes | None) -> Any:
+    """A request body as parsed JSON (key order and whitespace do not matter), else as text."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return body
 
 
 def _first_difference(a: Any, b: Any, where: str = "body") -> str:
@@ -146,22 +139,113 @@ class _LivePersister:
             self.recording.written = True
 
 
-class _ReplayPersister:
-    """Hands vcrpy the interactions already read and checked by :func:`read_cassette`."""
+class _Player:
+    """Serves one cassette's recorded responses, each at most once.
 
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self.data = data
+    A request gets the first unplayed interaction whose method, path and JSON body match it,
+    as vcrpy plays a cassette; anything else is a stale cassette.
+    """
 
-    def load_cassette(self, cassette_path: Any, serializer: Any) -> Any:
-        from vcr.request import Request
-        from vcr.serializers import compat
+    def __init__(self, path: Path, data: Mapping[str, Any], hint: str) -> None:
+        self.path = path
+        self.hint = hint
+        self.interactions: list[dict[str, Any]] = list(data["interactions"])
+        self.played = [False] * len(self.interactions)
+        self._bodies: dict[int, Any] = {}
 
-        requests = [Request(**i["request"]) for i in self.data["interactions"]]
-        responses = [compat.convert_to_bytes(i["response"]) for i in self.data["interactions"]]
-        return requests, responses
+    def _matches(self, index: int, method: str, path: str, body: Any) -> bool:
+        recorded = self.interactions[index]["request"]
+        if str(recorded.get("method", "")).upper() != method:
+            return False
+        if urllib.parse.urlsplit(str(recorded.get("uri", ""))).path != path:
+            return False
+        if index not in self._bodies:
+            self._bodies[index] = _parsed_body(recorded.get("body"))
+        return bool(self._bodies[index] == body)
 
-    def save_cassette(self, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        raise AssertionError("replay never writes cassettes")
+    def response_for(self, method: str, path: str, content: bytes) -> dict[str, Any] | None:
+        """The recorded response for a request, or ``None`` when nothing here matches."""
+        body = _parsed_body(content)
+        count = len(self.interactions)
+        matching = [i for i in range(count) if self._matches(i, method, path, body)]
+        for index in matching:
+            if not self.played[index]:
+                self.played[index] = True
+                return dict(self.interactions[index]["response"])
+        if matching:
+            raise StaleCassette(
+                f"stale cassette {shown(self.path)}: it holds {sum(self.played)} recorded call(s) "
+                f"and the test asked for more; re-record with: {self.hint}"
+            )
+        return None
+
+    def mismatch(self, method: str, path: str, content: bytes) -> StaleCassette:
+        """The error for a request that matches no interaction, naming the first difference."""
+        why = "the request no longer matches the recording"
+        if self.interactions:
+            recorded = self.interactions[0]["request"]
+            want = (
+                str(recorded.get("method", "")).upper(),
+                urllib.parse.urlsplit(str(recorded.get("uri", ""))).path,
+            )
+            if want != (method, path):
+                why += f" (recorded {want[0]} {want[1]}, asked {method} {path})"
+            else:
+                diff = _first_difference(_parsed_body(content), _parsed_body(recorded.get("body")))
+                why += f" ({diff[:200]})"
+        where = shown(self.path)
+        return StaleCassette(f"stale cassette {where}: {why}; re-record with: {self.hint}")
+
+
+# The cassettes being replayed, innermost last; the replay transport serves from them.
+_PLAYING: list[_Player] = []
+
+
+def _recorded_body(response: Mapping[str, Any]) -> bytes:
+    body = (response.get("body") or {}).get("string", b"")
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    return bytes(body or b"")
+
+
+def replay_transport() -> Any:
+    """An httpx transport that answers from the cassettes being replayed and has no network.
+
+    Replay reads vcrpy's cassette format but does not go through vcrpy's patching, which
+    costs more per test than pytest's own handling of a test (see BENCHMARKS.md); the
+    model client in a replay run is built on this transport, so no request can leave the
+    machine.
+    """
+    import httpx
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        method, path, content = request.method.upper(), request.url.path, request.read()
+        if not _PLAYING:
+            raise CassetteProblem(
+                f"replay without a cassette: {method} {request.url} would need the network; "
+                "only --live talks to a server"
+            )
+        for player in reversed(_PLAYING):
+            response = player.response_for(method, path, content)
+            if response is not None:
+                break
+        else:
+            raise _PLAYING[-1].mismatch(method, path, content)
+        status = response.get("status") or {}
+        headers = [
+            (name, str(value))
+            for name, values in (response.get("headers") or {}).items()
+            if name.lower() not in ("content-length", "transfer-encoding")
+            for value in (values if isinstance(values, list) else [values])
+        ]
+        return httpx.Response(
+            int(status.get("code", 200)),
+            headers=headers,
+            content=_recorded_body(response),
+            request=request,
+        )
+
+    return httpx.MockTransport(handle)
 
 
 @dataclass
@@ -230,29 +314,13 @@ def recording(
 ) -> Iterator[Recording]:
     """Wrap one test: replay from ``path``, or record to it with ``live``.
 
-    Inside the block every httpx request goes through vcrpy: replay serves recorded
-    responses in order and refuses anything else, so no request leaves the machine.
+    Live, vcrpy patches httpx inside the block and records every call; the cassette is
+    written when the block ends, unless ``keep`` was cleared. In replay the cassette's
+    interactions are served by :func:`replay_transport`, which the replay client is built
+    on: recorded responses in order, anything else refused.
     """
-    import vcr
-    from vcr.errors import CannotOverwriteExistingCassetteException
-
     rec = Recording(path=path, live=live)
-    config = vcr.VCR(
-        decode_compressed_response=True,
-        before_record_request=_scrub_request,
-        before_record_response=_scrub_response,
-    )
-    config.register_matcher("json_body", _json_body_matcher)
-    match_on = ("method", "path", "json_body")
-    if live:
-        cassette_cm = config.use_cassette(
-            str(path),
-            record_mode="all",
-            match_on=match_on,
-            persister=_LivePersister(rec),
-            drop_unused_requests=True,
-        )
-    else:
+    if not live:
         data = read_cassette(path, rerecord_hint)
         try:
             if fingerprint is not None:
@@ -261,35 +329,31 @@ def recording(
             raise StaleCassette(f"{exc}; re-record with: {rerecord_hint}") from None
         rec.metadata = dict((data.get("metadata") or {}).get(METADATA_KEY) or {})
         rec.samples = len(data["interactions"])
-        cassette_cm = config.use_cassette(
-            str(path),
-            record_mode="none",
-            match_on=match_on,
-            persister=_ReplayPersister(data),
-            allow_playback_repeats=False,
+        player = _Player(path, data, rerecord_hint)
+        _PLAYING.append(player)
+        try:
+            yield rec
+        finally:
+            _PLAYING.remove(player)
+        return
+
+    import vcr
+
+    config = vcr.VCR(
+        decode_compressed_response=True,
+        before_record_request=_scrub_request,
+        before_record_response=_scrub_response,
+    )
+    with config.use_cassette(
+        str(path), record_mode="all", persister=_LivePersister(rec), drop_unused_requests=True
+    ) as cassette:
+        rec.metadata = cassette.get_metadata(
+            METADATA_KEY, {"format": FORMAT, "fingerprint": dict(fingerprint or {})}
         )
-    try:
-        with cassette_cm as cassette:
-            if live:
-                rec.metadata = cassette.get_metadata(
-                    METADATA_KEY, {"format": FORMAT, "fingerprint": dict(fingerprint or {})}
-                )
-            try:
-                yield rec
-            except BaseException:
-                # Interrupted (Ctrl-C) or broken mid-test: a partial set of samples is not a
-                # recording of this test, so keep whatever cassette was there before.
-                rec.keep = False
-                raise
-    except CannotOverwriteExistingCassetteException as exc:
-        reason = getattr(exc, "reason", "")
-        if reason == "already_played":
-            why = f"it holds {rec.samples} recorded call(s) and the test asked for more"
-        else:
-            failed = [m for _, _, fails in exc.similar_requests[:1] for _, m in fails]
-            why = "the request no longer matches the recording" + (
-                f" ({'; '.join(failed)[:200]})" if failed else ""
-            )
-        raise StaleCassette(
-            f"stale cassette {shown(path)}: {why}; re-record with: {rerecord_hint}"
-        ) from None
+        try:
+            yield rec
+        except BaseException:
+            # Interrupted (Ctrl-C) or broken mid-test: a partial set of samples is not a
+            # recording of this test, so keep whatever cassette was there before.
+            rec.keep = False
+            raise

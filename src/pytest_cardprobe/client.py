@@ -272,7 +272,13 @@ class ClientSettings:
 class ChatClient:
     """One connection pool per session; ``chat`` is the only call tests make."""
 
-    def __init__(self, settings: ClientSettings, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        settings: ClientSettings,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: Any = None,
+    ):
+        """``transport`` replaces the network (replay passes one that serves cassettes)."""
         import httpx
 
         self.settings = settings
@@ -282,6 +288,7 @@ class ChatClient:
             base_url=settings.base_url.rstrip("/"),
             timeout=httpx.Timeout(settings.timeout, connect=min(10.0, settings.timeout)),
             headers=headers,
+            transport=transport,
         )
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.cassettes import Recording, cassette_path, recording
+from pytest_cardprobe.cassettes import Recording, cassette_path, recording, replay_transport
 from pytest_cardprobe.client import (
     ChatClient,
     ChatReply,
@@ -99,7 +99,8 @@ class Runtime:
                     retries=s.retries,
                     keep_alive=s.keep_alive,
                     api_key=s.api_key,
-                )
+                ),
+                transport=None if s.live else replay_transport(),
             )
         return self._client
 
