@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,53 +16,36 @@ from pytest_cardprobe.suite import CHANNELS, CONDITIONS
 DEFAULT_SERVER = "http://127.0.0.1:11434"
 
 
-def positive_int(flag: str) -> type[int]:
-    """An argparse ``type=`` that accepts integers >= 1 and names ``flag`` in its error."""
+def _bounded(
+    flag: str, convert: type[int] | type[float], wants: str, ok: Callable[[float], bool]
+) -> Callable[[str], float]:
+    """An argparse ``type=`` converting with ``convert`` and naming ``flag`` in its error."""
 
-    def parse(text: str) -> int:
+    def parse(text: str) -> float:
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} wants an integer >= 1, got {text!r}"
-            ) from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{flag} wants an integer >= 1, got {value}")
+            raise argparse.ArgumentTypeError(f"{flag} wants {wants}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{flag} wants {wants}, got {value:g}")
         return value
 
-    return parse  # type: ignore[return-value]
+    return parse
+
+
+def positive_int(flag: str) -> type[int]:
+    """An argparse ``type=`` that accepts integers >= 1."""
+    return _bounded(flag, int, "an integer >= 1", lambda v: v >= 1)  # type: ignore[return-value]
 
 
 def non_negative_int(flag: str) -> type[int]:
     """An argparse ``type=`` for integers >= 0."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} wants an integer >= 0, got {text!r}"
-            ) from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{flag} wants an integer >= 0, got {value}")
-        return value
-
-    return parse  # type: ignore[return-value]
+    return _bounded(flag, int, "an integer >= 0", lambda v: v >= 0)  # type: ignore[return-value]
 
 
 def positive_float(flag: str) -> type[float]:
     """An argparse ``type=`` for numbers > 0."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} wants a number > 0, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{flag} wants a number > 0, got {value:g}")
-        return value
-
-    return parse  # type: ignore[return-value]
+    return _bounded(flag, float, "a number > 0", lambda v: v > 0)  # type: ignore[return-value]
 
 
 def add_options(parser: pytest.Parser) -> None:
