@@ -102,9 +102,22 @@ class ProbeResult:
         fields["samples"] = [SampleRecord.from_dict(s) for s in data.get("samples", [])]
         return cls(**fields)
 
+    def headline(self) -> str:
+        """One line for pytest's short test summary: what went wrong first."""
+        if self.message:
+            return f"{self.status}: {self.message}"
+        failed = [s for s in self.samples if not s.passed]
+        if not failed:
+            return self.status
+        first = failed[0]
+        return (
+            f"{len(failed)} of {len(self.samples)} samples failed; "
+            f"sample {first.index + 1}: [{first.route or '-'}] {first.label}"
+        )
+
     def describe(self) -> str:
         """The failure report: every sample's label, route and trimmed raw reply."""
-        lines = [f"{self.nodeid}: {self.status}" + (f" — {self.message}" if self.message else "")]
+        lines = [self.headline()]
         total = len(self.samples)
         for s in self.samples:
             mark = "pass" if s.passed else "FAIL"
