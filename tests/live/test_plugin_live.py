@@ -273,3 +273,35 @@ def test_killed_live_run_leaves_old_or_new_cassette(
     assert "old" in outcomes
     leftovers = [p for p in cassette.parent.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_prompt_change_workflow_stale_rerecord_gate_accept(
+    pytester: pytest.Pytester, real_ollama: Any
+) -> None:
+    """The README's workflow for a prompt edit, every step against the real Ollama."""
+    make_project(pytester, real_ollama.base_url, real_ollama.model)
+    recorded, _ = run(pytester, "--live", *SLICE, "--update-baseline")
+    assert recorded.ret == 0, recorded.stdout.str()
+    assert (pytester.path / "cardprobe-baseline.json").exists()
+
+    prompt = pytester.path / "cases" / "prompts" / "tool.md"
+    prompt.write_text(prompt.read_text() + "\nKeep every card as small as it can be.\n")
+    stale, stale_report = run(pytester, "--server", CLOSED_PORT, *SLICE)
+    assert stale.ret == pytest.ExitCode.TESTS_FAILED
+    tool_tests = [t for t in stale_report["tests"] if t["channel"] == "tool"]
+    assert len(tool_tests) == 4 and {t["status"] for t in tool_tests} == {"error"}
+    stale.stdout.fnmatch_lines(["*stale cassette*system prompt changed since recording*"])
+
+    rerecorded, _ = run(pytester, "--live", *SLICE, "--channel", "tool")
+    gated, gated_report = run(pytester, "--server", CLOSED_PORT, *SLICE)
+    decision = gated_report["gate"]["decision"]
+    assert decision in ("pass", "fail")  # what the model did with the new prompt decides
+    assert rerecorded.ret == gated.ret == (0 if decision == "pass" else 1)
+    gated.stdout.fnmatch_lines([f"gate: {decision}*"])
+
+    accepted, _ = run(pytester, "--server", CLOSED_PORT, *SLICE, "--update-baseline")
+    assert accepted.ret == 0, accepted.stdout.str()
+    after, after_report = run(pytester, "--server", CLOSED_PORT, *SLICE)
+    assert after.ret == 0, after.stdout.str()
+    assert after_report["gate"]["decision"] == "pass"
+    assert all(a["passed_delta"] == 0 for a in after_report["gate"]["arms"].values())
