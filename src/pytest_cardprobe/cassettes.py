@@ -283,17 +283,40 @@ def read_cassette(path: Path, hint: str = "pytest --live") -> dict[str, Any]:
             f"corrupt cassette {shown(path)}:{where} not valid YAML; re-record it: {hint}"
         ) from None
     interactions = data.get("interactions") if isinstance(data, dict) else None
-    ok = isinstance(interactions, list) and all(
-        isinstance(i, dict) and isinstance(i.get("request"), dict) and "response" in i
-        for i in interactions
-    )
-    if not ok:
+    if not isinstance(interactions, list):
         raise CorruptCassette(
             f"corrupt cassette {shown(path)}: no list of request/response interactions; "
             f"re-record it: {hint}"
         )
+    for index, interaction in enumerate(interactions):
+        problem = _interaction_problem(interaction)
+        if problem:
+            raise CorruptCassette(
+                f"corrupt cassette {shown(path)}: interaction {index + 1}: {problem}; "
+                f"re-record it: {hint}"
+            )
     assert isinstance(data, dict)
     return data
+
+
+def _interaction_problem(interaction: Any) -> str | None:
+    """What is missing from one recorded interaction for replay to serve it, if anything."""
+    if not isinstance(interaction, dict):
+        return "not a mapping"
+    request, response = interaction.get("request"), interaction.get("response")
+    if not isinstance(request, dict) or not all(
+        isinstance(request.get(k), str) for k in ("method", "uri")
+    ):
+        return "request needs a method and a uri"
+    if not isinstance(response, dict):
+        return "response is not a mapping"
+    status = response.get("status")
+    if not isinstance(status, dict) or not isinstance(status.get("code"), int):
+        return "response has no status code"
+    body = response.get("body")
+    if not isinstance(body, dict) or not isinstance(body.get("string"), (str, bytes)):
+        return "response has no body string"
+    return None
 
 
 def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str, str]) -> None:

@@ -78,8 +78,10 @@ def test_asking_for_more_samples_than_recorded_is_stale(recorded: pytest.Pyteste
         lambda text: text[: len(text) // 2] + "\n  - {unclosed: [\n",
         lambda text: "just a string\n",
         lambda text: "interactions: 3\n",
+        lambda text: text.replace("code: 200", "code: OK"),
+        lambda text: text.replace("    body:\n      string:", "    body:\n      text:", 1),
     ],
-    ids=["truncated", "not-a-mapping", "bad-interactions"],
+    ids=["truncated", "not-a-mapping", "bad-interactions", "bad-status", "no-body"],
 )
 def test_corrupt_cassette_names_the_file(recorded: pytest.Pytester, damage: object) -> None:
     path = cassette(recorded, "date", "prose", "cold")
