@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.cassettes import Recording, cassette_path, recording
+from pytest_cardprobe.cassettes import Recording, recording
 from pytest_cardprobe.client import ChatReply
 from pytest_cardprobe.judge import REFERENCE_VOCABULARY, Verdict, judge_card
 from pytest_cardprobe.request import ChatRequest
@@ -41,15 +41,18 @@ class Cardprobe:
     samples: list[SampleRecord] = field(default_factory=list)
     run: int = 0  # which samples(n) run of the test body is going on
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    _recordings: dict[str, Recording] = field(default_factory=dict)
+    _recording_open: Recording | None = None
 
-    def _recording(self, model: str) -> Recording:
-        if model not in self._recordings:
+    def _recording(self) -> Recording:
+        """The test's one cassette, opened at the first ask, holding every model's calls.
+
+        One cassette per test, not per model: live, vcrpy records into the innermost open
+        cassette, so per-model cassettes opened side by side would get each other's calls.
+        """
+        if self._recording_open is None:
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.nodeid).strip("_")
-            path = cassette_path(
-                self.runtime.settings.cassette_dir, "_tests", model, safe, "ask", "cold"
-            )
-            self._recordings[model] = self._stack.enter_context(
+            path = self.runtime.settings.cassette_dir / "_tests" / f"{safe}.yaml"
+            self._recording_open = self._stack.enter_context(
                 recording(
                     path,
                     live=self.runtime.settings.live,
@@ -57,7 +60,7 @@ class Cardprobe:
                     rerecord_hint=f'pytest --live "{self.nodeid}"',
                 )
             )
-        return self._recordings[model]
+        return self._recording_open
 
     def ask(
         self,
@@ -90,7 +93,7 @@ class Cardprobe:
             tools=[dict(t) for t in tools or []],
             options={**self.runtime.settings.base_options(), **(options or {})},
         )
-        rec = self._recording(name)
+        rec = self._recording()
         channel = "tool" if request.tools else "prose"
         record, reply = self.runtime.ask(
             request,

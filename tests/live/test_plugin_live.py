@@ -305,3 +305,40 @@ def test_prompt_change_workflow_stale_rerecord_gate_accept(
     assert after.ret == 0, after.stdout.str()
     assert after_report["gate"]["decision"] == "pass"
     assert all(a["passed_delta"] == 0 for a in after_report["gate"]["arms"].values())
+
+
+def test_fixture_asking_two_models_records_one_cassette_in_order(
+    pytester: pytest.Pytester, real_ollama: Any
+) -> None:
+    other = "cardprobe-copy:135m"  # a second real model: a copy of the first on the same server
+    copied = httpx.post(
+        f"{real_ollama.base_url}/api/copy",
+        json={"source": real_ollama.model, "destination": other},
+        timeout=60,
+    )
+    assert copied.status_code == 200, copied.text
+    pytester.makeini(
+        f"[pytest]\ncardprobe_models = {real_ollama.model}\n"
+        f"cardprobe_servers = {real_ollama.base_url}\n"
+    )
+    pytester.makepyfile(
+        f"""
+        def test_two_models(cardprobe):
+            for model in ({real_ollama.model!r}, {other!r}, {real_ollama.model!r}):
+                asked = cardprobe.ask(
+                    [{{"role": "user", "content": "Show a date picker card."}}],
+                    accept=["Input.Date"],
+                    model=model,
+                    options={{"num_predict": 32}},
+                )
+                assert asked.record.label
+        """
+    )
+    assert pytester.runpytest("--live").ret == 0
+    (cassette,) = (pytester.path / "cassettes" / "_tests").rglob("*.yaml")
+    models = [
+        json.loads(i["request"]["body"])["model"]
+        for i in yaml.safe_load(cassette.read_text())["interactions"]
+    ]
+    assert models == [real_ollama.model, other, real_ollama.model]
+    assert pytester.runpytest("--server", CLOSED_PORT).ret == 0

@@ -63,9 +63,9 @@ def write_cassette(pytester: pytest.Pytester, calls: int) -> None:
             "body": {"string": json.dumps(reply)},
         },
     }
-    target = pytester.path / "cassettes" / "_tests" / "smollm2%3A135m"
+    target = pytester.path / "cassettes" / "_tests"
     target.mkdir(parents=True)
-    (target / "test_ask.py_test_date-ask-cold.yaml").write_text(
+    (target / "test_ask.py_test_date.yaml").write_text(
         yaml.safe_dump({"interactions": [interaction] * calls, "version": 1})
     )
 
@@ -92,7 +92,7 @@ def test_fixture_with_a_changed_question_is_stale_naming_the_field(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*stale cassette cassettes/_tests/smollm2%3A135m/test_ask.py_test_date-ask-cold.yaml:"
+            "*stale cassette cassettes/_tests/test_ask.py_test_date.yaml:"
             " the request no longer matches the recording (body.messages[[]0].content differs);"
             ' re-record with: pytest --live "test_ask.py::test_date"*'
         ]
