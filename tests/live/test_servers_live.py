@@ -88,30 +88,26 @@ def llama(real_llama_server: RealServer) -> Iterator[httpx.Client]:
         yield c
 
 
-def ollama_chat_body(model: str, *, tools: bool, stream: bool, **extra: Any) -> dict[str, Any]:
+def chat_body(model: str, *, api: str, tools: bool, stream: bool) -> dict[str, Any]:
+    """The card question for Ollama's /api/chat (``api="ollama"``) or /v1/chat/completions."""
+    limits = {"options": OLLAMA_OPTIONS} if api == "ollama" else OPENAI_LIMITS
     body: dict[str, Any] = {
         "model": model,
         "messages": USER_ASKS_FOR_CARD,
         "stream": stream,
-        "options": OLLAMA_OPTIONS,
+        **limits,
     }
     if tools:
         body["tools"] = [CARD_TOOL]
-    body.update(extra)
     return body
 
 
-def openai_chat_body(model: str, *, tools: bool, stream: bool, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": USER_ASKS_FOR_CARD,
-        "stream": stream,
-        **OPENAI_LIMITS,
-    }
-    if tools:
-        body["tools"] = [CARD_TOOL]
-    body.update(extra)
-    return body
+def ollama_chat_body(model: str, *, tools: bool, stream: bool) -> dict[str, Any]:
+    return chat_body(model, api="ollama", tools=tools, stream=stream)
+
+
+def openai_chat_body(model: str, *, tools: bool, stream: bool) -> dict[str, Any]:
+    return chat_body(model, api="openai", tools=tools, stream=stream)
 
 
 def assert_ollama_tool_calls(calls: object) -> list[dict[str, Any]]:
