@@ -54,6 +54,12 @@ def cassette_path(root: Path, suite: str, model: str, case: str, channel: str, c
     return root / suite / safe_model_name(model) / f"{case}-{channel}-{cond}.yaml"
 
 
+def fixture_cassette_path(root: Path, nodeid: str) -> Path:
+    """Where the one cassette of an ordinary test using the ``cardprobe`` fixture lives."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")
+    return root / "_tests" / f"{safe}.yaml"
+
+
 def shown(path: Path) -> str:
     """``path`` relative to the working directory when it is below it, for messages."""
     try:

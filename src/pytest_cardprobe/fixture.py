@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.cassettes import Recording, recording
+from pytest_cardprobe.cassettes import Recording, fixture_cassette_path, recording
 from pytest_cardprobe.client import ChatReply
 from pytest_cardprobe.judge import REFERENCE_VOCABULARY, Verdict, judge_card
 from pytest_cardprobe.request import ChatRequest
@@ -50,8 +49,7 @@ class Cardprobe:
         cassette, so per-model cassettes opened side by side would get each other's calls.
         """
         if self._recording_open is None:
-            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.nodeid).strip("_")
-            path = self.runtime.settings.cassette_dir / "_tests" / f"{safe}.yaml"
+            path = fixture_cassette_path(self.runtime.settings.cassette_dir, self.nodeid)
             self._recording_open = self._stack.enter_context(
                 recording(
                     path,

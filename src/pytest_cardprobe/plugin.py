@@ -105,8 +105,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         except (Exception, pytest.fail.Exception) as exc:
             failures.append(f"run {run + 1}/{n}: {type(exc).__name__}: {exc}".rstrip())
     if failures:
-        first = failures[0].splitlines()[0] if failures[0] else ""
-        lines = [f"{len(failures)} of {n} samples failed; {first}", *failures]
+        lines = [f"{len(failures)} of {n} samples failed; {failures[0].splitlines()[0]}", *failures]
         if probe is not None and probe.samples:
             lines.append(probe.result("failed").describe())
         pytest.fail("\n".join(lines), pytrace=False)
