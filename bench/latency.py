@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 
-from pytest_cardprobe.client import ChatClient, ClientSettings
-from pytest_cardprobe.matrix import expand
-from pytest_cardprobe.request import build_request
 from pytest_cardprobe.runtime import Settings
-from pytest_cardprobe.suite import load_suite
+from pytest_cardprobe.suite.loader import load_suite
+from pytest_cardprobe.suite.matrix import expand
+from pytest_cardprobe.suite.request import build_request
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings
 
 REPO = Path(__file__).resolve().parent.parent
 ENV_FILE = Path.home() / ".cache" / "cardprobe-servers" / "run" / "servers.env"

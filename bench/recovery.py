@@ -1,6 +1,6 @@
 """Benchmark for text-written tool-call recovery (run by hand: ``python bench/recovery.py``).
 
-Times :func:`pytest_cardprobe.recovery.recover_tool_calls` on 1 MB and 2 MB inputs of several
+Times :func:`pytest_cardprobe.judge.recovery.recover_tool_calls` on 1 MB and 2 MB inputs of several
 pathological kinds and prints a Markdown table: best-of-N time for each size and the 2 MB /
 1 MB ratio (about 2.0 for a linear algorithm, about 4.0 for a quadratic one). Targets
 (BENCHMARKS.md): ratio <= 2.2 for every kind, adversarial 1 MB reply < 50 ms.
@@ -21,7 +21,7 @@ import platform
 import time
 from collections.abc import Callable
 
-from pytest_cardprobe.recovery import Recovery, recover_tool_calls
+from pytest_cardprobe.judge.recovery import Recovery, recover_tool_calls
 
 TOOL = "render_adaptive_card"
 DECLARED = (TOOL, "read_file")

@@ -79,12 +79,12 @@ from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import yamlserializer
 
-from pytest_cardprobe.cassettes import FORMAT, METADATA_KEY, cassette_path
-from pytest_cardprobe.client import ChatClient, ClientSettings
-from pytest_cardprobe.matrix import Probe, expand
-from pytest_cardprobe.request import build_request, fingerprint
 from pytest_cardprobe.runtime import Settings
-from pytest_cardprobe.suite import load_suite
+from pytest_cardprobe.suite.loader import load_suite
+from pytest_cardprobe.suite.matrix import Probe, expand
+from pytest_cardprobe.suite.request import build_request
+from pytest_cardprobe.wire.cassettes import FORMAT, METADATA_KEY, cassette_path, fingerprint
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER = "http://127.0.0.1:11434"  # the default server: what an unconfigured recording has
@@ -522,7 +522,8 @@ VARIANTS: dict[str, tuple[str, str]] = {
         "the recorded body (same read and fingerprint check)",
         """
 import contextlib, json
-from pytest_cardprobe import cassettes, client, runtime
+from pytest_cardprobe import runtime
+from pytest_cardprobe.wire import cassettes, client
 
 _queue = []
 
@@ -567,7 +568,7 @@ client.ChatClient.chat = chat
         "instead of YAML",
         """
 import json
-from pytest_cardprobe import cassettes
+from pytest_cardprobe.wire import cassettes
 cassettes._load_yaml = json.loads
 """,
     ),
@@ -576,7 +577,7 @@ cassettes._load_yaml = json.loads
         "(what the C loader already saves)",
         """
 import yaml
-from pytest_cardprobe import cassettes
+from pytest_cardprobe.wire import cassettes
 cassettes._load_yaml = lambda text: yaml.load(text, Loader=yaml.SafeLoader)
 """,
     ),
@@ -641,12 +642,14 @@ project, count, mods = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 for mod in mods:
     importlib.import_module(mod)
 
-from pytest_cardprobe import cassettes, runtime as rt
-from pytest_cardprobe.judging import card_judge
-from pytest_cardprobe.matrix import expand
-from pytest_cardprobe.request import build_request, fingerprint
-from pytest_cardprobe.routing import answer_of
-from pytest_cardprobe.suite import load_suite
+from pytest_cardprobe import runtime as rt
+from pytest_cardprobe.wire import cassettes
+from pytest_cardprobe.judge.registry import card_judge
+from pytest_cardprobe.suite.matrix import expand
+from pytest_cardprobe.suite.request import build_request
+from pytest_cardprobe.wire.cassettes import fingerprint
+from pytest_cardprobe.judge.routing import answer_of
+from pytest_cardprobe.suite.loader import load_suite
 
 ini = (project / "pytest.ini").read_text().split("cardprobe_models =", 1)[1]
 models = ini.split()

@@ -7,12 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.cassettes import Recording, fixture_cassette_path, recording
-from pytest_cardprobe.client import ChatReply
-from pytest_cardprobe.judge import REFERENCE_VOCABULARY, Verdict, judge_card
-from pytest_cardprobe.request import ChatRequest
-from pytest_cardprobe.results import ProbeResult, SampleRecord
+from pytest_cardprobe.judge.card import REFERENCE_VOCABULARY, judge_card
 from pytest_cardprobe.runtime import Runtime
+from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Verdict
+from pytest_cardprobe.wire.cassettes import Recording, fixture_cassette_path, recording
 
 
 @dataclass(frozen=True)
@@ -130,6 +128,6 @@ class Cardprobe:
 
 
 def _failure(value: str) -> Any:
-    from pytest_cardprobe.judge import FailureClass
+    from pytest_cardprobe.types import FailureClass
 
     return FailureClass(value)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_cardprobe.judging import Judge
-    from pytest_cardprobe.matrix import Probe
-    from pytest_cardprobe.request import ChatRequest
+    from pytest_cardprobe.judge.registry import Judge
+    from pytest_cardprobe.suite.matrix import Probe
+    from pytest_cardprobe.types import ChatRequest
 
 
 @pytest.hookspec(firstresult=True)

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cardprobe.cassettes import CassetteProblem
-from pytest_cardprobe.matrix import Probe, expand
-from pytest_cardprobe.results import ProbeResult
-from pytest_cardprobe.suite import SuiteError, load_suite
+from pytest_cardprobe.suite.loader import SuiteError, load_suite
+from pytest_cardprobe.suite.matrix import Probe, expand
+from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.wire.cassettes import CassetteProblem
 
 if TYPE_CHECKING:
     from pytest_cardprobe.state import CardprobeState
@@ -41,7 +41,7 @@ _SKIPPED_DIRS = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "__pyca
 
 def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
     """Suite files a run over ``args`` would collect (for checks made before collection)."""
-    from pytest_cardprobe.suite import is_suite_file
+    from pytest_cardprobe.suite.loader import is_suite_file
 
     for arg in args:
         path = Path(arg.split("::", 1)[0])

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cardprobe.client import APIS
 from pytest_cardprobe.runtime import Settings
-from pytest_cardprobe.suite import CHANNELS, CONDITIONS
+from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
+from pytest_cardprobe.wire.client import APIS
 
 DEFAULT_SERVER = "http://127.0.0.1:11434"
 

@@ -14,8 +14,8 @@ import pytest
 from pytest_cardprobe import options
 from pytest_cardprobe.fixture import Cardprobe
 from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples
-from pytest_cardprobe.results import ProbeResult
 from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
+from pytest_cardprobe.types import ProbeResult
 
 REPORT_ATTR = "cardprobe"
 
@@ -55,7 +55,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """YAML files whose top-level mapping has ``cardprobe: 1`` are suites."""
-    from pytest_cardprobe.suite import is_suite_file
+    from pytest_cardprobe.suite.loader import is_suite_file
 
     if file_path.suffix in (".yaml", ".yml") and is_suite_file(file_path):
         return SuiteFile.from_parent(parent, path=file_path)

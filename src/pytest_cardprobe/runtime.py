@@ -12,21 +12,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.cassettes import Recording, cassette_path, recording, replay_transport
-from pytest_cardprobe.client import (
-    ChatClient,
+from pytest_cardprobe.judge.card import infra_verdict
+from pytest_cardprobe.judge.routing import answer_of
+from pytest_cardprobe.suite.matrix import Probe
+from pytest_cardprobe.suite.request import build_request
+from pytest_cardprobe.types import (
     ChatReply,
+    ChatRequest,
+    FailureClass,
+    ProbeResult,
+    SampleRecord,
+    Verdict,
+)
+from pytest_cardprobe.wire.cassettes import (
+    Recording,
+    cassette_path,
+    fingerprint,
+    recording,
+    replay_transport,
+)
+from pytest_cardprobe.wire.client import (
+    ChatClient,
     ClientSettings,
     InfraError,
     ModelNotFound,
     RequestRejected,
     ToolsUnsupported,
 )
-from pytest_cardprobe.judge import FailureClass, Verdict, infra_verdict
-from pytest_cardprobe.matrix import Probe
-from pytest_cardprobe.request import ChatRequest, build_request, fingerprint
-from pytest_cardprobe.results import ProbeResult, SampleRecord
-from pytest_cardprobe.routing import answer_of
 
 TextJudge = Callable[[str], Verdict]
 

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from pytest_cardprobe.aggregate import aggregate
-from pytest_cardprobe.cassettes import write_atomically
-from pytest_cardprobe.gate import (
+from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.score.aggregate import aggregate
+from pytest_cardprobe.score.gate import (
     BaselineError,
     GateSettings,
     decide,
     load_baseline,
     write_baseline,
 )
-from pytest_cardprobe.report import json_report, markdown, scoreboard_lines
+from pytest_cardprobe.score.report import json_report, markdown, scoreboard_lines
 from pytest_cardprobe.state import CardprobeState
 
 NOISE_INI = "cardprobe_noise_floor"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_cardprobe.judging import BUILTIN_JUDGES, Judge
-from pytest_cardprobe.results import ProbeResult
+from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.runtime import Runtime, Settings
+from pytest_cardprobe.types import ProbeResult
 
 
 @dataclass

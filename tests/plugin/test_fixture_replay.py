@@ -13,9 +13,9 @@ import textwrap
 import pytest
 import yaml
 
-from pytest_cardprobe.client import ChatClient, ClientSettings
-from pytest_cardprobe.request import ChatRequest
 from pytest_cardprobe.runtime import Settings
+from pytest_cardprobe.types import ChatRequest
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings
 
 MODEL = "smollm2:135m"
 SERVER = "http://127.0.0.1:9"  # nothing listens there: a request that left would fail

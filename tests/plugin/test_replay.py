@@ -171,7 +171,7 @@ def test_xdist_gives_the_same_scoreboard_and_gate(
 def test_judge_hook_provides_a_judge_by_name(recorded: pytest.Pytester) -> None:
     recorded.makeconftest(
         """
-        from pytest_cardprobe.judge import Verdict
+        from pytest_cardprobe.types import Verdict
 
         def pytest_cardprobe_get_judge(name, config):
             if name == "everything-passes":

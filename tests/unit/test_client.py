@@ -19,22 +19,20 @@ import respx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_cardprobe.client import (
+from pytest_cardprobe.types import ChatReply, ChatRequest, ToolCall
+from pytest_cardprobe.wire.client import (
     ChatClient,
-    ChatReply,
     ClientError,
     ClientSettings,
     InfraError,
     ModelNotFound,
     RequestRejected,
-    ToolCall,
     ToolsUnsupported,
     parse_ollama_reply,
     parse_ollama_stream,
     parse_openai_reply,
     parse_openai_stream,
 )
-from pytest_cardprobe.request import ChatRequest
 
 BASE = "http://model-server.test:11434"
 MODEL = "ghost-model:1b"
@@ -803,7 +801,7 @@ class TestParseOpenAIStream:
 
 def test_unfinished_ollama_reply_is_infra() -> None:
     """Ollama 0.11.4 can answer 200 with done:false after a repeated token; never judge it."""
-    from pytest_cardprobe.client import InfraError, parse_ollama_reply
+    from pytest_cardprobe.wire.client import InfraError, parse_ollama_reply
 
     body = {"model": "", "created_at": "0001-01-01T00:00:00Z", "message": {}, "done": False}
     with pytest.raises(InfraError, match="done:false"):

@@ -9,16 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_cardprobe.judge import (
+from pytest_cardprobe.judge.card import (
     REFERENCE_VOCABULARY,
     TOLERATED_TYPES,
     CardDetection,
-    FailureClass,
-    Verdict,
     detect_card,
     infra_verdict,
     judge_card,
 )
+from pytest_cardprobe.types import FailureClass, Verdict
 
 DATE = ["Input.Date"]
 MALFORMED = FailureClass.MALFORMED

@@ -1,4 +1,4 @@
-"""Text-written tool-call recovery (DESIGN.md section 6): pytest_cardprobe.recovery."""
+"""Text-written tool-call recovery (DESIGN.md section 6): pytest_cardprobe.judge.recovery."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pytest_cardprobe.recovery import RecoveredCall, Recovery, recover_tool_calls
+from pytest_cardprobe.judge.recovery import RecoveredCall, Recovery, recover_tool_calls
 
 CARD = "render_adaptive_card"
 READ = "read_file"
@@ -569,7 +569,7 @@ def _reference_spans(text: str) -> list[tuple[int, int, bool]]:
 def test_scanner_matches_reference(text: str) -> None:
     # The fast scanner (C-level skipping, shallow spans, run-at-a-time walking) must look at
     # exactly the spans a naive scanner finds that hold a declared name.
-    from pytest_cardprobe import recovery
+    from pytest_cardprobe.judge import recovery
 
     looked_at: list[tuple[int, int, bool]] = []
     consider = recovery._Reply.consider

@@ -1,4 +1,4 @@
-"""Which route a reply took and which text the judge scores: pytest_cardprobe.routing."""
+"""Which route a reply took and which text the judge scores: pytest_cardprobe.judge.routing."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_cardprobe.client import ChatReply, ToolCall
-from pytest_cardprobe.routing import ROUTES, Answer, answer_of
+from pytest_cardprobe.judge.routing import ROUTES, Answer, answer_of
+from pytest_cardprobe.types import ChatReply, ToolCall
 
 CARD = "render_adaptive_card"
 BODY = [{"type": "TextBlock", "text": "hi"}]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_cardprobe.client import parse_ollama_stream
-from pytest_cardprobe.streaming import ContentGate
+from pytest_cardprobe.judge.withhold import ContentGate
+from pytest_cardprobe.wire.client import parse_ollama_stream
 
 TOOL = "render_adaptive_card"
 CALL = '{"name": "render_adaptive_card", "arguments": {"body": [{"type": "TextBlock"}]}}'
@@ -62,9 +62,13 @@ def test_undecided_prefix_waits_for_more() -> None:
     assert gate.feed("day is fine") == "<today is fine"
 
 
-def test_ollama_stream_reports_what_was_shown() -> None:
+def test_gate_fed_from_a_parsed_ollama_stream_withholds_the_call() -> None:
     chunks = [{"message": {"content": p}, "done": False} for p in pieces(CALL)]
     chunks.append({"message": {"content": ""}, "done": True, "done_reason": "stop"})
-    reply = parse_ollama_stream([json.dumps(c) for c in chunks], [TOOL])
+    lines = [json.dumps(c) for c in chunks]
+    reply = parse_ollama_stream(lines)
     assert reply.content == CALL
-    assert reply.shown_as_prose == ""
+    gate = ContentGate([TOOL])
+    early = "".join(gate.feed(c["message"]["content"]) for c in chunks)
+    gate.finish()
+    assert early == gate.shown == ""

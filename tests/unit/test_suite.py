@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_cardprobe.suite import (
+from pytest_cardprobe.suite.loader import (
     CHANNELS,
     CONDITIONS,
     DEFAULT_VOCABULARY,

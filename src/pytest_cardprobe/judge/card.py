@@ -11,12 +11,13 @@ wants?).
 
 from __future__ import annotations
 
-import enum
 import json
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pytest_cardprobe.types import FailureClass, Verdict
 
 __all__ = [
     "NESTING_TYPES",
@@ -55,48 +56,6 @@ _ERROR_LIMIT = 80
 _DECORATION = " \t\r\n`"
 # An opening fence with an optional info string (```json, ```JSON, ```jsonc ...).
 _FENCE_OPEN = re.compile(r"```+[ \t]*[A-Za-z0-9_+.-]*[ \t]*\r?\n?")
-
-
-class FailureClass(enum.StrEnum):
-    """Why a sample failed; ``infra`` is never blamed on the model."""
-
-    MALFORMED = "malformed"
-    DECLINED = "declined"
-    WRONG_ELEMENT = "wrong_element"
-    INFRA = "infra"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Pass/fail of one sample, a short single-line label and what the card contained."""
-
-    passed: bool
-    label: str
-    failure: FailureClass | None
-    types: tuple[str, ...] = ()
-    unknown_types: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form, as it crosses xdist workers and lands in reports."""
-        return {
-            "passed": self.passed,
-            "label": self.label,
-            "failure": None if self.failure is None else self.failure.value,
-            "types": list(self.types),
-            "unknown_types": list(self.unknown_types),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
-        """Inverse of :meth:`to_dict`."""
-        failure = d.get("failure")
-        return cls(
-            passed=bool(d["passed"]),
-            label=str(d["label"]),
-            failure=None if failure is None else FailureClass(failure),
-            types=tuple(d.get("types", ())),
-            unknown_types=tuple(d.get("unknown_types", ())),
-        )
 
 
 @dataclass(frozen=True)

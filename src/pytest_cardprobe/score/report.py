@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_cardprobe.aggregate import FAILURE_CLASSES, ArmScore
+from pytest_cardprobe.score.aggregate import FAILURE_CLASSES, ArmScore
 
 HEADERS = (
     "suite",

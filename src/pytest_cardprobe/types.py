@@ -1,15 +1,106 @@
-"""Plain records of what each sample and each test produced.
+"""The plain records that cross stages: request, reply, tool call, verdict, results.
 
-These are the only values that cross from workers to the controller, so they convert to
-and from JSON-able dicts.
+A leaf module: it imports nothing of this package, so every stage may import it (see
+docs/design.md, "Layout"). Sample and test results convert to and from JSON-able dicts
+because they travel from xdist workers to the controller.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_cardprobe.judge import Verdict
+Message = dict[str, Any]
+
+
+@dataclass
+class ChatRequest:
+    """What is asked of a model, independent of the wire API.
+
+    Mutable on purpose: the ``pytest_cardprobe_adjust_request`` hook may edit it before it
+    is sent.
+    """
+
+    model: str
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the declared functions."""
+        names = []
+        for tool in self.tools:
+            fn = tool.get("function", tool)
+            if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+                names.append(fn["name"])
+        return names
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One structured call the server parsed out of the model's reply."""
+
+    name: str
+    arguments: dict[str, Any]
+    # Set when the wire carried arguments that are not a JSON object (OpenAI sends a string).
+    arguments_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """A whole assistant turn, however it travelled (one body or a stream of chunks)."""
+
+    content: str
+    thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class FailureClass(enum.StrEnum):
+    """Why a sample failed; ``infra`` is never blamed on the model."""
+
+    MALFORMED = "malformed"
+    DECLINED = "declined"
+    WRONG_ELEMENT = "wrong_element"
+    INFRA = "infra"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Pass/fail of one sample, a short single-line label and what the card contained."""
+
+    passed: bool
+    label: str
+    failure: FailureClass | None
+    types: tuple[str, ...] = ()
+    unknown_types: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form, as it crosses xdist workers and lands in reports."""
+        return {
+            "passed": self.passed,
+            "label": self.label,
+            "failure": None if self.failure is None else self.failure.value,
+            "types": list(self.types),
+            "unknown_types": list(self.unknown_types),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        """Inverse of :meth:`to_dict`."""
+        failure = d.get("failure")
+        return cls(
+            passed=bool(d["passed"]),
+            label=str(d["label"]),
+            failure=None if failure is None else FailureClass(failure),
+            types=tuple(d.get("types", ())),
+            unknown_types=tuple(d.get("unknown_types", ())),
+        )
+
 
 REPLY_SHOWN = 400  # characters of a raw reply kept in reports
 

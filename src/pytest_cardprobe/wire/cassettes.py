@@ -10,10 +10,9 @@ Only model behaviour is recorded: a test whose calls hit infra errors writes not
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
-import os
 import re
-import tempfile
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -22,10 +21,32 @@ from typing import Any
 
 import yaml
 
+from pytest_cardprobe.files import shown, write_atomically
+from pytest_cardprobe.types import ChatRequest
+
 FORMAT = 1
 METADATA_KEY = "cardprobe"
 # Header names that may carry credentials; matched case-insensitively as substrings.
 _SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|session", re.I)
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def fingerprint(request: ChatRequest) -> dict[str, str]:
+    """Short hashes of each part of a request, so a stale recording can say what changed."""
+    system = [m for m in request.messages if m.get("role") == "system"]
+    rest = [m for m in request.messages if m.get("role") != "system"]
+    return {
+        "model": request.model,
+        "system prompt": _digest(system),
+        "history": _digest(rest[:-1]),
+        "question": _digest(rest[-1:]),
+        "tool declaration": _digest(request.tools),
+        "options": _digest(request.options),
+    }
 
 
 class CassetteProblem(Exception):
@@ -58,30 +79,6 @@ def fixture_cassette_path(root: Path, nodeid: str) -> Path:
     """Where the one cassette of an ordinary test using the ``cardprobe`` fixture lives."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")
     return root / "_tests" / f"{safe}.yaml"
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the working directory when it is below it, for messages."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _parsed_body(body: str | bytes | None) -> Any:

@@ -53,7 +53,7 @@ class ContentGate:
 
     def finish(self) -> str:
         """At the end of the turn: release held-back text unless recovery claims a call."""
-        from pytest_cardprobe.recovery import recover_tool_calls
+        from pytest_cardprobe.judge.recovery import recover_tool_calls
 
         held = "".join(self._pending)
         self._pending.clear()

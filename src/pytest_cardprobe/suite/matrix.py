@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from pytest_cardprobe.suite import Case, Suite
+from pytest_cardprobe.suite.loader import Case, Suite
 
 
 @dataclass(frozen=True)

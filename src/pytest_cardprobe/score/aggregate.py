@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.results import ProbeResult
+from pytest_cardprobe.types import ProbeResult
 
 FAILURE_CLASSES = ("malformed", "declined", "wrong_element", "infra")
 

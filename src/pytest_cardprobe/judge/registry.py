@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_cardprobe.judge import Verdict, judge_card
-from pytest_cardprobe.suite import Case, Suite
+from pytest_cardprobe.judge.card import judge_card
+from pytest_cardprobe.suite.loader import Case, Suite
+from pytest_cardprobe.types import Verdict
 
 Judge = Callable[[str, Case, Suite], Verdict]
 """A judge scores the reply equivalent of one sample for one case of a suite."""

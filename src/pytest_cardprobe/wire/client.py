@@ -9,41 +9,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_cardprobe.request import ChatRequest
-from pytest_cardprobe.streaming import ContentGate
+from pytest_cardprobe.types import ChatReply, ChatRequest, ToolCall
 
 if TYPE_CHECKING:
     import httpx
 
 APIS = ("ollama", "openai")
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One structured call the server parsed out of the model's reply."""
-
-    name: str
-    arguments: dict[str, Any]
-    # Set when the wire carried arguments that are not a JSON object (OpenAI sends a string).
-    arguments_error: str | None = None
-
-
-@dataclass(frozen=True)
-class ChatReply:
-    """A whole assistant turn, however it travelled (one body or a stream of chunks)."""
-
-    content: str
-    thinking: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
-    # Streamed replies only: what a careful client would have shown the user as prose
-    # (content opening like a call or card is withheld; see streaming.py).
-    shown_as_prose: str | None = None
 
 
 class ClientError(Exception):
@@ -143,9 +118,8 @@ def parse_ollama_reply(body: dict[str, Any]) -> ChatReply:
     )
 
 
-def parse_ollama_stream(lines: Iterable[str], declared: Collection[str] = ()) -> ChatReply:
+def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
     """Assemble an NDJSON ``/api/chat`` stream; calls may come in any chunk, the final included."""
-    gate = ContentGate(declared)
     content: list[str] = []
     thinking: list[str] = []
     calls: list[ToolCall] = []
@@ -165,20 +139,17 @@ def parse_ollama_stream(lines: Iterable[str], declared: Collection[str] = ()) ->
             raise InfraError(f"error inside stream after {chunks - 1} chunks: {chunk['error']}")
         message = chunk.get("message") or {}
         content.append(message.get("content") or "")
-        gate.feed(content[-1])
         thinking.append(message.get("thinking") or "")
         calls.extend(c for c in map(_tool_call, message.get("tool_calls") or []) if c)
         last = chunk
     if not last.get("done"):
         raise InfraError(f"stream ended after {chunks} chunks without done:true")
-    gate.finish()
     return ChatReply(
         content="".join(content),
         thinking="".join(thinking),
         tool_calls=tuple(calls),
         finish_reason=last.get("done_reason"),
         raw={"chunks": chunks, "final": last},
-        shown_as_prose=gate.shown,
     )
 
 
@@ -197,9 +168,8 @@ def parse_openai_reply(body: dict[str, Any]) -> ChatReply:
     )
 
 
-def parse_openai_stream(lines: Iterable[str], declared: Collection[str] = ()) -> ChatReply:
+def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
     """Assemble an SSE stream, joining argument fragments per tool-call index."""
-    gate = ContentGate(declared)
     content: list[str] = []
     thinking: list[str] = []
     names: dict[int, str] = {}
@@ -229,7 +199,6 @@ def parse_openai_stream(lines: Iterable[str], declared: Collection[str] = ()) ->
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             content.append(delta.get("content") or "")
-            gate.feed(content[-1])
             thinking.append(delta.get("reasoning_content") or "")
             for part in delta.get("tool_calls") or []:
                 index = int(part.get("index", 0))
@@ -244,14 +213,12 @@ def parse_openai_stream(lines: Iterable[str], declared: Collection[str] = ()) ->
     for index in sorted(set(names) | set(fragments)):
         arguments, error = _decode_arguments("".join(fragments.get(index, [])) or "{}")
         calls.append(ToolCall(names.get(index, ""), arguments, error))
-    gate.finish()
     return ChatReply(
         content="".join(content),
         thinking="".join(thinking),
         tool_calls=tuple(calls),
         finish_reason=finish,
         raw={"chunks": chunks},
-        shown_as_prose=gate.shown,
     )
 
 
@@ -365,8 +332,8 @@ class ChatClient:
         if self.settings.stream:
             lines = response.text.splitlines()
             if self.settings.api == "openai":
-                return parse_openai_stream(lines, request.tool_names)
-            return parse_ollama_stream(lines, request.tool_names)
+                return parse_openai_stream(lines)
+            return parse_ollama_stream(lines)
         try:
             data = response.json()
         except ValueError as exc:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.aggregate import ArmScore
-from pytest_cardprobe.cassettes import write_atomically
-from pytest_cardprobe.results import ProbeResult
+from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.types import ProbeResult
 
 BASELINE_FORMAT = 1
 

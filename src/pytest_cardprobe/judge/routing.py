@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pytest_cardprobe.client import ChatReply
+from pytest_cardprobe.types import ChatReply
 
 ROUTES = ("tool_calls", "recovered", "content")
 
@@ -40,7 +40,7 @@ def answer_of(reply: ChatReply, channel: str, tool_name: str | None) -> Answer:
             if call.arguments_error:
                 return Answer("tool_calls", "", refused=f"{tool_name}: {call.arguments_error}")
             return Answer("tool_calls", _body_text(call.arguments))
-    from pytest_cardprobe.recovery import recover_tool_calls
+    from pytest_cardprobe.judge.recovery import recover_tool_calls
 
     recovery = recover_tool_calls(reply.content, [tool_name])
     if recovery.error:

@@ -1,0 +1,1 @@
+"""Judge stage: turn one reply into a verdict; decide how it travelled; recover text calls."""

@@ -1,0 +1,1 @@
+"""Score stage: fold results into arms, compare them with the baseline, render reports."""

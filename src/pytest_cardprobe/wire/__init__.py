@@ -1,0 +1,1 @@
+"""Wire stage: talk to model servers, record and replay their raw replies."""
