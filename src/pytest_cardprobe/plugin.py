@@ -142,7 +142,7 @@ def pytest_runtest_makereport(
         if result is not None:
             # item.user_properties reach --junitxml (through the teardown report) and xdist.
             for key, value in (
-                ("arm", "/".join(result.arm)),
+                ("arm", result.arm_id),
                 ("routes", " ".join(s.route or "-" for s in result.samples)),
                 ("labels", " | ".join(s.label for s in result.samples)),
             ):

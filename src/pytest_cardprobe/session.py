@@ -21,7 +21,6 @@ from pytest_cardprobe.score.report import json_report, markdown, scoreboard_line
 from pytest_cardprobe.state import CardprobeState
 
 NOISE_INI = "cardprobe_noise_floor"
-GATE_SECTIONS = (("REGRESSION", "regressions"), ("warning", "warnings"), ("gain", "gains"))
 GATE_OWNED = ("failed", "infra")  # model behaviour and unscored calls: the gate judges these
 
 

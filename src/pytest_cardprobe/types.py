@@ -104,8 +104,6 @@ class Verdict:
 
 REPLY_SHOWN = 400  # characters of a raw reply kept in reports
 
-STATUSES = ("passed", "failed", "infra", "unsupported", "error")
-
 
 def trim(text: str, limit: int = REPLY_SHOWN) -> str:
     """``text`` cut to ``limit`` characters with a marker saying how much was dropped."""
@@ -173,6 +171,11 @@ class ProbeResult:
     def arm(self) -> tuple[str, str, str, str]:
         """(suite, model, channel, condition)."""
         return (self.suite, self.model, self.channel, self.condition)
+
+    @property
+    def arm_id(self) -> str:
+        """The arm as one string, ``suite/model/channel/condition`` (baseline and report key)."""
+        return "/".join(self.arm)
 
     @property
     def split(self) -> bool:

@@ -1,4 +1,4 @@
-"""The Adaptive Card judge: turn one reply string into a verdict (DESIGN.md §5).
+"""The Adaptive Card judge: turn one reply string into a verdict (docs/design.md §5).
 
 Pure and deterministic: no HTTP, no pytest. Both channels are scored here; the tool channel
 hands over the JSON of the call's ``body`` argument as the reply text.
@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_cardprobe.suite.loader import NESTING_TYPES, REFERENCE_VOCABULARY
 from pytest_cardprobe.types import FailureClass, Verdict
 
 __all__ = [
@@ -35,17 +36,6 @@ __all__ = [
     "judge_card",
 ]
 
-#: The 33 top-level element types of the reference probes.
-REFERENCE_VOCABULARY: tuple[str, ...] = (
-    "TextBlock", "RichTextBlock", "FactSet", "Badge", "Carousel", "Table", "Container",
-    "ColumnSet", "ActionSet", "ImageSet", "Image", "Media", "Accordion", "TabSet",
-    "CompoundButton", "Input.Date", "Input.ChoiceSet", "Input.Text", "Input.Number",
-    "Input.Time", "Input.Toggle", "Input.Rating", "Rating", "Icon", "ProgressBar",
-    "ProgressRing", "CodeBlock", "Chart.Pie", "Chart.Donut", "Chart.VerticalBar",
-    "Chart.HorizontalBar", "Chart.Line", "Chart.Gauge",
-)  # fmt: skip
-#: Types that only appear inside a parent; always known, whatever vocabulary a suite uses.
-NESTING_TYPES: tuple[str, ...] = ("CarouselPage", "TableRow", "TableCell", "Column", "TabPage")
 #: Types that are never reported as unknown: the envelope and inline text runs.
 TOLERATED_TYPES: tuple[str, ...] = ("AdaptiveCard", "TextRun")
 #: Type-name prefixes that are never reported as unknown (actions live outside the body).
@@ -162,7 +152,7 @@ def _fenced_candidate(text: str) -> tuple[str, bool] | None:
 
 
 def detect_card(text: str) -> CardDetection:
-    """Find the JSON a reply holds, in the order of DESIGN.md §5.
+    """Find the JSON a reply holds, in the order of docs/design.md §5.
 
     1. the raw (stripped) text as JSON;
     2. else the content of the first code fence that looks like JSON (balanced or not), or

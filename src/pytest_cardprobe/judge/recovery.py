@@ -1,6 +1,6 @@
 """Recover tool calls that a model wrote as text instead of structured ``tool_calls``.
 
-DESIGN.md section 6. Small models often answer a tool request with the call spelled out in
+docs/design.md §6. Small models often answer a tool request with the call spelled out in
 the message content (bare, in a code fence, inside ``<tool_call>`` tags, after
 ``[TOOL_CALLS]`` or ``<|python_tag|>``); the server hands it back as ordinary text. This
 module finds such calls and returns them, under four rules:

@@ -13,7 +13,7 @@ Judge = Callable[[str, Case, Suite], Verdict]
 
 
 def card_judge(text: str, case: Case, suite: Suite) -> Verdict:
-    """The reference card judge (DESIGN.md section 5)."""
+    """The reference card judge (docs/design.md §5)."""
     return judge_card(
         text, accept=case.accept, requires_input=case.requires_input, vocabulary=suite.vocabulary
     )

@@ -1,6 +1,6 @@
 """Decide how a reply travelled (its route) and which text the judge scores.
 
-This is the one place where text-written tool calls are recovered (DESIGN.md section 6).
+This is the one place where text-written tool calls are recovered (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ import json
 from dataclasses import dataclass
 
 from pytest_cardprobe.types import ChatReply
-
-ROUTES = ("tool_calls", "recovered", "content")
 
 
 @dataclass(frozen=True)

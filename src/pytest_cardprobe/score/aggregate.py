@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import FailureClass, ProbeResult
 
-FAILURE_CLASSES = ("malformed", "declined", "wrong_element", "infra")
+# Scoreboard columns, in the order the enum declares them.
+FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in FailureClass)
 
 
 @dataclass
@@ -35,6 +36,11 @@ class ArmScore:
     def key(self) -> tuple[str, str, str, str]:
         """(suite, model, channel, condition)."""
         return (self.suite, self.model, self.channel, self.condition)
+
+    @property
+    def id(self) -> str:
+        """The arm as one string, ``suite/model/channel/condition`` (baseline and report key)."""
+        return "/".join(self.key)
 
     @property
     def adoption(self) -> float | None:

@@ -25,23 +25,18 @@ class BaselineError(Exception):
     """The baseline file cannot be used; the message names it."""
 
 
-def arm_key(arm: ArmScore) -> str:
-    """Baseline key of an arm."""
-    return "/".join(arm.key)
-
-
 def baseline_data(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> dict[str, Any]:
     """The baseline document for this run's arms (stable ordering, no timestamps)."""
     per_case: dict[tuple[str, str], dict[str, int]] = {}
     for r in results:
         calls = [s for s in r.samples if s.route]
-        per_case[("/".join(r.arm), r.case)] = {
+        per_case[(r.arm_id, r.case)] = {
             "calls": len(calls),
             "tool_calls": sum(1 for s in calls if s.route == "tool_calls"),
         }
     out: dict[str, Any] = {}
     for arm in arms:
-        key = arm_key(arm)
+        key = arm.id
         cases = {}
         for case, info in sorted(arm.cases.items()):
             if info["status"] not in ("passed", "failed"):
@@ -117,7 +112,7 @@ def decide(
     per_case_routes: dict[tuple[str, str], tuple[int, int]] = {}
     for r in results:
         calls = [s for s in r.samples if s.route]
-        per_case_routes[("/".join(r.arm), r.case)] = (
+        per_case_routes[(r.arm_id, r.case)] = (
             len(calls),
             sum(1 for s in calls if s.route == "tool_calls"),
         )
@@ -130,7 +125,7 @@ def decide(
     unscored = sum(a.unscored for a in arms)
     total = sum(a.unscored + a.scored for a in arms)
     for arm in arms:
-        key = arm_key(arm)
+        key = arm.id
         base = base_arms.get(key)
         if base is None:
             new.append(f"{key}: {arm.passed}/{arm.scored} (no baseline)")

@@ -83,19 +83,14 @@ def scoreboard_lines(arms: Sequence[ArmScore], deltas: dict[str, Any] | None = N
     if not arms:
         return []
     deltas = deltas or {}
-    rows = [arm_row(a, deltas.get(arm_id(a))) for a in arms]
+    rows = [arm_row(a, deltas.get(a.id)) for a in arms]
     lines = table(rows)
     split = [(a, c) for a in arms for c in sorted(a.split)]
     if split:
         lines.append("")
         lines.append("split cases (samples disagreed):")
-        lines.extend(f"  {arm_id(a)}: {c}" for a, c in split)
+        lines.extend(f"  {a.id}: {c}" for a, c in split)
     return lines
-
-
-def arm_id(arm: ArmScore) -> str:
-    """Stable string key of an arm: ``suite/model/channel/condition``."""
-    return "/".join(arm.key)
 
 
 def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
@@ -105,7 +100,7 @@ def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
         out.append(f"**Gate: {gate['decision']}** — {gate['summary']}")
         out.append("")
     deltas = (gate or {}).get("arms", {})
-    rows = [arm_row(a, deltas.get(arm_id(a))) for a in arms]
+    rows = [arm_row(a, deltas.get(a.id)) for a in arms]
     out.append("| " + " | ".join(HEADERS) + " |")
     out.append("|" + "---|" * len(HEADERS))
     out.extend("| " + " | ".join(r) + " |" for r in rows)
@@ -120,7 +115,7 @@ def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
             if items:
                 out += ["", f"### {title}", ""]
                 out.extend(f"- {line}" for line in items)
-    split = [(arm_id(a), c) for a in arms for c in sorted(a.split)]
+    split = [(a.id, c) for a in arms for c in sorted(a.split)]
     if split:
         out += ["", "### Split cases", ""]
         out.extend(f"- `{a}`: {c}" for a, c in split)

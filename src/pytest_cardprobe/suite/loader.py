@@ -1,6 +1,6 @@
 """Suite stage: read one YAML case file into plain, frozen dataclasses.
 
-A suite file is a YAML mapping with ``cardprobe: 1`` at the top level (DESIGN.md §3). This
+A suite file is a YAML mapping with ``cardprobe: 1`` at the top level (docs/design.md §3). This
 module turns it into a :class:`Suite` or raises exactly one :class:`SuiteError` that names
 the file, the offending key and, where it is known, the line. Nothing else escapes
 :func:`load_suite` for bad input, so the collector can turn it into a usage error and a run
@@ -28,6 +28,8 @@ __all__ = [
     "CHANNELS",
     "CONDITIONS",
     "DEFAULT_VOCABULARY",
+    "NESTING_TYPES",
+    "REFERENCE_VOCABULARY",
     "SCHEMA_PATH",
     "SUITE_VERSION",
     "Case",
@@ -46,50 +48,20 @@ SUITE_VERSION = 1
 # a plain path works for both editable and wheel installs and needs no importlib dance.
 SCHEMA_PATH: Path = Path(__file__).with_name("suite.schema.json")
 
-# The reference vocabulary (DESIGN.md §5): 33 top-level element types, then the types that
-# only ever appear nested inside another element. Defined here rather than imported from the
-# judge because stages import only *earlier* stages (DESIGN.md §4) and the suite comes first.
-DEFAULT_VOCABULARY: tuple[str, ...] = (
-    "TextBlock",
-    "RichTextBlock",
-    "FactSet",
-    "Badge",
-    "Carousel",
-    "Table",
-    "Container",
-    "ColumnSet",
-    "ActionSet",
-    "ImageSet",
-    "Image",
-    "Media",
-    "Accordion",
-    "TabSet",
-    "CompoundButton",
-    "Input.Date",
-    "Input.ChoiceSet",
-    "Input.Text",
-    "Input.Number",
-    "Input.Time",
-    "Input.Toggle",
-    "Input.Rating",
-    "Rating",
-    "Icon",
-    "ProgressBar",
-    "ProgressRing",
-    "CodeBlock",
-    "Chart.Pie",
-    "Chart.Donut",
-    "Chart.VerticalBar",
-    "Chart.HorizontalBar",
-    "Chart.Line",
-    "Chart.Gauge",
-    # nesting-only
-    "CarouselPage",
-    "TableRow",
-    "TableCell",
-    "Column",
-    "TabPage",
-)
+# The reference vocabulary (docs/design.md §5). It lives in the suite stage because the suite
+# comes first: the judge imports it from here (stages import only earlier stages).
+REFERENCE_VOCABULARY: tuple[str, ...] = (
+    "TextBlock", "RichTextBlock", "FactSet", "Badge", "Carousel", "Table", "Container",
+    "ColumnSet", "ActionSet", "ImageSet", "Image", "Media", "Accordion", "TabSet",
+    "CompoundButton", "Input.Date", "Input.ChoiceSet", "Input.Text", "Input.Number",
+    "Input.Time", "Input.Toggle", "Input.Rating", "Rating", "Icon", "ProgressBar",
+    "ProgressRing", "CodeBlock", "Chart.Pie", "Chart.Donut", "Chart.VerticalBar",
+    "Chart.HorizontalBar", "Chart.Line", "Chart.Gauge",
+)  # fmt: skip
+#: Types that only appear inside a parent; always known, whatever vocabulary a suite uses.
+NESTING_TYPES: tuple[str, ...] = ("CarouselPage", "TableRow", "TableCell", "Column", "TabPage")
+#: A suite's vocabulary when it names none: the 33 top-level types, then the nesting-only ones.
+DEFAULT_VOCABULARY: tuple[str, ...] = REFERENCE_VOCABULARY + NESTING_TYPES
 
 ROLES: tuple[str, ...] = ("user", "assistant")
 
@@ -639,7 +611,7 @@ class _SuiteReader:
         if parameters.get("type") != "object":
             self.fail(pkey, "the parameters schema must have `type: object`")
         properties = parameters.get("properties")
-        # The tool channel scores the JSON of the call's ``body`` argument (DESIGN.md §5), so a
+        # The tool channel scores the JSON of the call's ``body`` argument (docs/design.md §5), so a
         # declaration without an array ``body`` could never pass; say so at load time.
         body = properties.get("body") if isinstance(properties, dict) else None
         if not isinstance(body, dict) or body.get("type") != "array":

@@ -28,29 +28,6 @@ class Probe:
         """The pytest item name, e.g. ``date[smollm2:135m-tool-cold]``."""
         return f"{self.case.id}[{self.param_id}]"
 
-    @property
-    def arm(self) -> ArmKey:
-        """The arm this probe belongs to."""
-        return ArmKey(self.suite.name, self.model, self.channel, self.condition)
-
-
-@dataclass(frozen=True, order=True)
-class ArmKey:
-    """All tests of one suite x model x channel x condition: the unit the gate compares."""
-
-    suite: str
-    model: str
-    channel: str
-    condition: str
-
-    def label(self) -> str:
-        """Human-readable form used in reports."""
-        return f"{self.suite} {self.model} {self.channel} {self.condition}"
-
-    def as_list(self) -> list[str]:
-        """Plain form for JSON."""
-        return [self.suite, self.model, self.channel, self.condition]
-
 
 def expand(
     suite: Suite,

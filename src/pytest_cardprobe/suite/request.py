@@ -10,7 +10,7 @@ from pytest_cardprobe.types import ChatRequest, Message
 
 
 def build_request(probe: Probe, base_options: Mapping[str, Any]) -> ChatRequest:
-    """The reference request for one probe (DESIGN.md section 5)."""
+    """The reference request for one probe (docs/design.md §5)."""
     suite = probe.suite
     messages: list[Message] = [{"role": "system", "content": suite.prompts[probe.channel]}]
     if probe.condition == "history":
