@@ -361,8 +361,9 @@ def _shown(path: Path, root: Path) -> str:
         return str(path)
 
 
-def run(root: Path, models: Sequence[str], force: bool, out: Any = sys.stdout) -> int:
+def run(root: Path, models: Sequence[str], force: bool, out: Any = None) -> int:
     """Write the starter into ``root``; 1 without writing anything when it would change files."""
+    out = out or sys.stdout
     try:
         todo = plan(root, models)
     except InitError as exc:
