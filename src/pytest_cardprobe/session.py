@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.items import no_suite_message
 from pytest_cardprobe.score.aggregate import aggregate
 from pytest_cardprobe.score.gate import (
     BaselineError,
@@ -25,6 +26,12 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     """Decide the run: the gate owns probe failures; everything else fails as usual."""
     config = session.config
     settings = state.settings
+    if (
+        session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        and settings.models
+        and not state.suites_found
+    ):
+        state.notice = no_suite_message()
     suite_results = [r for r in state.results if r.suite]
     arms = aggregate(suite_results)
     lines: list[str] = []

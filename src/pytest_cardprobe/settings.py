@@ -24,6 +24,8 @@ class Settings:
     """Everything a run was configured with (options win over ini keys, ini over defaults)."""
 
     models: list[str]
+    #: Built-in suites added to the run (names from ``--cardprobe-suite`` / ``cardprobe_suites``).
+    suites: list[str] = field(default_factory=list)
     live: bool = False
     api: str = _WIRE.api
     servers: list[str] = field(default_factory=lambda: [DEFAULT_SERVER])
