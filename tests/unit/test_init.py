@@ -41,7 +41,10 @@ def test_empty_folder_gets_a_suite_that_loads_and_a_pytest_ini(tmp_path: Path) -
 
 def test_models_given_are_written_one_per_line(tmp_path: Path) -> None:
     assert init(tmp_path, "--model", "qwen3:4b", "--model", "llama3.2:3b") == 0
-    assert "cardprobe_models =\n    qwen3:4b\n    llama3.2:3b\n" in (tmp_path / "pytest.ini").read_text()
+    assert (
+        "cardprobe_models =\n    qwen3:4b\n    llama3.2:3b\n"
+        in (tmp_path / "pytest.ini").read_text()
+    )
 
 
 PYPROJECT = """\
