@@ -172,13 +172,19 @@ def _keep_notes(existing: dict[str, Any], where: str, wanted_models: Sequence[st
     return notes
 
 
-def _insert_after_section(text: str, header: re.Pattern[str], lines: list[str]) -> str:
+# A line that starts a section: ``[name]`` at column 0 in ini files; ``[a.b]`` or ``[[a]]``,
+# maybe indented, in TOML (a line of a multi-line array such as ``["x", "y"],`` is not one).
+INI_HEADER = re.compile(r"^\[")
+TOML_HEADER = re.compile(r"""^\s*\[\[?\s*[\w"'.\- ]+\]\]?\s*(#.*)?$""")
+
+
+def _insert_after_section(
+    text: str, header: re.Pattern[str], lines: list[str], any_header: re.Pattern[str]
+) -> str:
     """``lines`` added at the end of the section whose header matches, before the next one."""
     rows = text.splitlines(keepends=True)
     start = next(i for i, row in enumerate(rows) if header.match(row))
-    end = next(
-        (i for i in range(start + 1, len(rows)) if rows[i].lstrip().startswith("[")), len(rows)
-    )
+    end = next((i for i in range(start + 1, len(rows)) if any_header.match(rows[i])), len(rows))
     # Insert after the section's last line with content, so blank lines stay between sections.
     last = end
     while last > start + 1 and not rows[last - 1].strip():
@@ -209,7 +215,7 @@ def _toml_change(path: Path, table: tuple[str, ...], models: Sequence[str]) -> C
         r"^\s*\[\s*" + r"\s*\.\s*".join(map(re.escape, table)) + r"\s*\]\s*(#.*)?$"
     )
     if any(pattern.match(row) for row in text.splitlines()):
-        new = _insert_after_section(text, pattern, lines)
+        new = _insert_after_section(text, pattern, lines, TOML_HEADER)
         summary = f"add to [{shown}]"
     elif existing or _table_defined(before, table):
         raise InitError(
@@ -243,8 +249,18 @@ def _check_toml_kept(
     for part in table:
         target = target.setdefault(part, {})
     target.update(add)
-    if tomllib.loads(new) != expected:
-        raise InitError(f"{path}: could not add the ini lines without changing other content")
+    try:
+        after = tomllib.loads(new)
+    except tomllib.TOMLDecodeError:
+        after = None
+    if after != expected:
+        raise InitError(
+            f"{path}: init could not add its lines here without changing other content; "
+            "add them to ["
+            + ".".join(table)
+            + "] yourself: "
+            + "; ".join(f"{key} = {_toml_value(values)}" for key, values in add.items())
+        )
 
 
 def _ini_lines(add: dict[str, list[str]]) -> list[str]:
@@ -281,7 +297,7 @@ def _ini_change(path: Path, section: str, models: Sequence[str]) -> Change | lis
     lines = _ini_lines(add)
     if before.has_section(section):
         header = re.compile(r"^\[" + re.escape(section) + r"\]\s*$")
-        new = _insert_after_section(text, header, lines)
+        new = _insert_after_section(text, header, lines, INI_HEADER)
         summary = f"add to [{section}]"
     else:
         sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")

@@ -164,3 +164,22 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     assert cli(["nope"]) == 2
     assert "unknown command 'nope'" in capsys.readouterr().err
     assert cli([]) == 2
+
+
+def test_multi_line_arrays_in_the_table_stay_whole(tmp_path: Path) -> None:
+    text = (
+        "[tool.pytest.ini_options]\n"
+        "filterwarnings = [\n"
+        '    "error",\n'
+        '    ["nested", "x"],\n'
+        "]\n"
+        "\n"
+        "  [tool.other]\n"
+        "x = 1\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert init(tmp_path, "--force") == 0
+    data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert data["tool"]["pytest"]["ini_options"]["filterwarnings"] == ["error", ["nested", "x"]]
+    assert data["tool"]["pytest"]["ini_options"]["testpaths"] == [STARTER_DIR]
+    assert data["tool"]["other"] == {"x": 1}
