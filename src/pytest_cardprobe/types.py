@@ -1,7 +1,7 @@
 """The plain records that cross stages: request, reply, tool call, verdict, results.
 
 A leaf module: it imports nothing of this package, so every stage may import it (see
-docs/design.md, "Layout"). Sample and test results convert to and from JSON-able dicts
+docs/design.md §4). Sample and test results convert to and from JSON-able dicts
 because they travel from xdist workers to the controller.
 """
 

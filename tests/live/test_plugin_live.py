@@ -1,4 +1,4 @@
-"""The plugin against the real servers started by scripts/real-servers (DESIGN.md section 8).
+"""The plugin against the real servers started by scripts/real-servers (docs/design.md §8).
 
 Each test runs pytest (pytester) on a copy of the shipped suite with a short ``num_predict``
 so that a slice takes seconds per call on a CPU. Assertions are on verdict labels, routes,
