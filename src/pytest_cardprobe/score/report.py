@@ -127,10 +127,16 @@ def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
 
 
 def changed(arms: Sequence[ArmScore], gate: Gate | None) -> list[ArmScore]:
-    """Arms whose gate word is anything but "same"."""
+    """Arms that are new, flipped a case either way, or moved in adoption."""
     if gate is None:
         return list(arms)
-    return [a for a in arms if a.id in gate.arms and gate.arms[a.id].word != SAME]
+
+    def moved(c: ArmComparison | None) -> bool:
+        return c is not None and bool(
+            c.word != SAME or c.lost or c.won or round((c.adoption_delta or 0) * 100)
+        )
+
+    return [a for a in arms if moved(gate.arms.get(a.id))]
 
 
 def gate_lines(gate: Gate) -> list[str]:
