@@ -116,7 +116,7 @@ def run_info(state: CardprobeState) -> dict[str, object]:
         "mode": "live" if s.live else "replay",
         "api": s.api,
         "servers": list(s.servers) if s.live else [],
-        "samples": s.samples,
+        "samples": s.samples or "from the suite",
         "channels": list(s.channels),
         "conditions": list(s.conditions),
         "noise_floor": s.gate.noise_floor,
@@ -131,6 +131,11 @@ def write_reports(state: CardprobeState, arms: Sequence[ArmScore], gate: Gate | 
     tests = [r.to_dict() for r in state.results]
     if settings.json_report:
         write_atomically(settings.json_report, json_report(arms, tests, gate, run_info(state)))
+    if settings.html_report:
+        from pytest_cardprobe.score.html import html_report
+
+        results = [r for r in state.results if r.suite]
+        write_atomically(settings.html_report, html_report(arms, results, gate, run_info(state)))
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if arms and (settings.md_report or step):
         text = markdown(arms, gate)
