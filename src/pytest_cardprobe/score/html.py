@@ -292,10 +292,11 @@ table{border-collapse:collapse}th,td{text-align:left;padding:4px 8px}
 .chart .ct{font-weight:600;font-size:14px}.chart .bl{text-anchor:end;font-size:12px}
 .chart .bv{font-size:12px;fill:#333}.chart .tick{font-size:10px;fill:#777;text-anchor:middle}
 .chart .grid{stroke:#e6e6e6}.chart .track{fill:#f1f1f1}
-.grid th{font-size:12px;white-space:nowrap;vertical-align:bottom}
+table.grid{width:100%}.grid th{font-size:12px;white-space:nowrap;vertical-align:bottom}
 .grid td.cell{padding:0;border:2px solid #fafafa;min-width:120px;vertical-align:top}
-.grid summary{background:var(--c);cursor:pointer;color:#fff;font-size:11px;padding:3px 6px;white-space:nowrap;
-overflow:hidden;text-overflow:ellipsis;max-width:190px;text-shadow:0 0 2px rgba(0,0,0,.4)}
+.grid summary{background:var(--c);cursor:pointer;color:#fff;font-size:11px;padding:3px 6px;
+white-space:nowrap;
+overflow:hidden;text-overflow:ellipsis;text-shadow:0 0 2px rgba(0,0,0,.4)}
 .grid .tag{background:rgba(0,0,0,.35);border-radius:3px;padding:0 3px;font-size:10px}
 .grid .pop{background:#fff;color:#1d1d1f;padding:6px 8px;max-width:520px;border:1px solid #ccc}
 .grid pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:6px;
