@@ -151,6 +151,20 @@ def gate_lines(gate: Gate) -> list[str]:
     return lines
 
 
+def flip_lines(gate: Gate | None) -> list[str]:
+    """Every case that changed verdict, per arm: pass -> fail first, then fail -> pass."""
+    if gate is None:
+        return []
+    lines = []
+    for arm_id in sorted(gate.arms):
+        c = gate.arms[arm_id]
+        if c.lost:
+            lines.append(f"{arm_id}: pass -> fail: {', '.join(map(str, c.lost))}")
+        if c.won:
+            lines.append(f"{arm_id}: fail -> pass: {', '.join(map(str, c.won))}")
+    return lines
+
+
 def no_baseline_line(gate: Gate | None) -> list[str]:
     """The hint printed when some arm has no baseline."""
     if gate is None or gate.decision == "updated" or not gate.new:
@@ -199,6 +213,10 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
             if items:
                 out += ["", f"### {title}", ""]
                 out.extend(f"- {_md_cell(line)}" for line in items)
+    flips = flip_lines(gate)
+    if flips:
+        out += ["", "### Flipped cases", ""]
+        out.extend(f"- {_md_cell(line)}" for line in flips)
     split = [(a.id, c) for a in arms for c in sorted(a.split)]
     if split:
         out += ["", "### Split cases", ""]
