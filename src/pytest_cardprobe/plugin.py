@@ -230,6 +230,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if hasattr(config, "workerinput"):
         return
     from pytest_cardprobe.score.report import scoreboard_lines
+    from pytest_cardprobe.types import escape_control
 
     state = get_state(config)
     lines = scoreboard_lines(state.arms, state.gate, config.get_verbosity()) + state.summary
@@ -237,7 +238,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     terminalreporter.write_sep("=", "cardprobe scoreboard")
     for line in lines:
-        terminalreporter.write_line(line)
+        # Labels can quote what a model wrote (element types, JSON errors): keep them inert.
+        terminalreporter.write_line(escape_control(line))
 
 
 class XdistHooks:

@@ -60,3 +60,12 @@ def test_hostile_strings_everywhere_stay_text() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     # The flip is listed at the top, escaped too.
     assert "Flips (passed in the baseline, fail now)" in page
+
+
+def test_several_models_are_drawn_side_by_side() -> None:
+    results = [result("model-a", "c1", True), result("model-b", "c1", False)]
+    arms = aggregate(results)
+    page = html_report(arms, results, decide(arms, results, None, GateSettings()), {})
+    assert 'id="models-chart"' in page and "Models side by side" in page
+    one = html_report(arms[:1], results[:1], None, {})
+    assert 'id="models-chart"' not in one

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_cardprobe.score.baseline import Baseline
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import ProbeResult, escape_control
 
 PASSED, FAILED = "passed", "failed"
 KNOWN, GAIN, FLIP = "xfailed", "xpassed", "flipped"
@@ -38,12 +38,12 @@ def outcome_of(result: ProbeResult, baseline: Baseline | None) -> Outcome | None
     passed, label = result.status == PASSED, label_of(result)
     if before is None:
         return Outcome(result.status)
+    # Reasons reach the terminal (-rxX, the failure header); labels may quote model text.
+    label, was = escape_control(label), escape_control(before.label)
+    if passed and before.passed:
+        return Outcome(PASSED)
     if passed:
-        return (
-            Outcome(PASSED)
-            if before.passed
-            else Outcome(GAIN, f"gain: {label} (baseline: {before.label})")
-        )
+        return Outcome(GAIN, f"gain: {label} (baseline: {was})")
     if before.passed:
-        return Outcome(FLIP, f"flip: passed in the baseline ({before.label}), fails now ({label})")
-    return Outcome(KNOWN, f"known: {label} (baseline: {before.label})")
+        return Outcome(FLIP, f"flip: passed in the baseline ({was}), fails now ({label})")
+    return Outcome(KNOWN, f"known: {label} (baseline: {was})")
