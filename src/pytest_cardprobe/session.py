@@ -116,7 +116,7 @@ def run_info(state: CardprobeState) -> dict[str, object]:
         "mode": "live" if s.live else "replay",
         "api": s.api,
         "servers": list(s.servers) if s.live else [],
-        "samples": s.samples or "from the suite",
+        "samples": s.samples,
         "channels": list(s.channels),
         "conditions": list(s.conditions),
         "noise_floor": s.gate.noise_floor,
@@ -128,8 +128,8 @@ def run_info(state: CardprobeState) -> dict[str, object]:
 def write_reports(state: CardprobeState, arms: Sequence[ArmScore], gate: Gate | None) -> None:
     """The JSON, Markdown and HTML files asked for, written atomically."""
     settings = state.settings
-    tests = [r.to_dict() for r in state.results]
     if settings.json_report:
+        tests = [r.to_dict() for r in state.results]
         write_atomically(settings.json_report, json_report(arms, tests, gate, run_info(state)))
     if settings.html_report:
         from pytest_cardprobe.score.html import html_report

@@ -260,10 +260,13 @@ def settings_section(run: dict[str, Any]) -> str:
     """The run's settings as a small definition table."""
     rows = []
     for key, value in run.items():
-        shown = ", ".join(map(str, value)) if isinstance(value, list) else value
-        rows.append(
-            f"<tr><th>{esc(key)}</th><td>{esc('—' if shown in ('', None) else shown)}</td></tr>"
-        )
+        if isinstance(value, list):
+            # An empty filter keeps everything; an empty server list means nothing was asked.
+            empty = "all" if key in ("channels", "conditions") else "none"
+            shown = ", ".join(map(str, value)) or empty
+        else:
+            shown = "default" if value is None else str(value)
+        rows.append(f"<tr><th>{esc(key)}</th><td>{esc(shown)}</td></tr>")
     return f'<table class="settings" id="settings">{"".join(rows)}</table>'
 
 
