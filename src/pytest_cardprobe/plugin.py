@@ -183,11 +183,14 @@ def show_against_baseline(
     report: pytest.TestReport, result: ProbeResult, state: CardprobeState
 ) -> None:
     """Turn a known failure into xfailed, a gain into XPASS, and mark a flip as one."""
-    from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, outcome_of
+    from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, Outcome, outcome_of
 
     outcome = outcome_of(result, state.baseline)
     if outcome is None:
         return
+    if state.config.option.runxfail and outcome.kind in (KNOWN, GAIN):
+        # pytest --runxfail: show known failures and gains as the model's plain verdict.
+        outcome = Outcome(result.status)
     result.outcome = outcome.kind
     if outcome.kind == KNOWN:
         # What pytest's own xfail does; the reason stands in for the long failure report.

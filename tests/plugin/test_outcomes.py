@@ -150,3 +150,10 @@ def test_a_regression_in_a_passing_run_still_exits_1(recorded: pytest.Pytester) 
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert data["gate"]["decision"] == "fail"
+
+
+def test_runxfail_shows_known_failures_as_failures(recorded: pytest.Pytester) -> None:
+    result, data = report(recorded, "--runxfail", "-k", "prose and cold")
+    result.assert_outcomes(passed=1, failed=24)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert outcomes(data)["date"] == "failed"
