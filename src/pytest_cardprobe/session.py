@@ -120,7 +120,7 @@ def run_info(state: CardprobeState) -> dict[str, object]:
         "channels": list(s.channels),
         "conditions": list(s.conditions),
         "noise_floor": s.gate.noise_floor,
-        "num_ctx": s.num_ctx,
+        "request options": ", ".join(f"{k}={v}" for k, v in s.base_options().items()),
         "baseline": s.baseline.name,
     }
 

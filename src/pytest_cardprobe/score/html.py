@@ -188,7 +188,13 @@ def grid_cell(result: ProbeResult | None, known: Sequence[str]) -> str:
             f"<b>{mark}</b> · route <code>{esc(s.route or '-')}</code>"
             + (f" · {esc(s.failure)}" if s.failure else "")
             + (f" · finish {esc(s.finish_reason)}" if s.finish_reason else "")
-            + f"</div><div>{esc(s.label)}</div><pre>{esc(s.reply)}</pre></div>"
+            + f"</div><div>{esc(s.label)}</div>"
+            + (
+                f"<div>unknown element types: {esc(', '.join(s.unknown_types))}</div>"
+                if s.unknown_types
+                else ""
+            )
+            + f"<pre>{esc(s.reply)}</pre></div>"
         )
     if result.message:
         samples.insert(0, f"<pre>{esc(result.message)}</pre>")
