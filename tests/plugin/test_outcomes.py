@@ -157,3 +157,15 @@ def test_runxfail_shows_known_failures_as_failures(recorded: pytest.Pytester) ->
     result.assert_outcomes(passed=1, failed=24)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert outcomes(data)["date"] == "failed"
+
+
+def test_a_crashed_worker_is_never_forgiven(recorded: pytest.Pytester) -> None:
+    passing_baseline(recorded, ("date", DATE_CARD), ("time", TIME_CARD))
+    set_replies(cassette(recorded, "date", "prose", "cold"), content=PROSE)
+    recorded.makepyfile(test_crash="import os\n\ndef test_boom():\n    os._exit(3)\n")
+    result = recorded.runpytest(
+        "-p", "no:cacheprovider", "cases", "test_crash.py", "-k", "prose and cold or boom",
+        "-n", "2",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    assert "so the run exits 0" not in result.stdout.str()
