@@ -28,8 +28,8 @@ from pytest_cardprobe.wire.cassettes import (
     Recording,
     cassette_path,
     fingerprint,
+    play,
     recording,
-    replay_transport,
 )
 from pytest_cardprobe.wire.client import (
     ChatClient,
@@ -112,7 +112,7 @@ class Runtime:
                     keep_alive=s.keep_alive,
                     api_key=s.api_key,
                 ),
-                transport=None if s.live else replay_transport(),
+                player=None if s.live else play,
             )
         return self._client
 

@@ -116,10 +116,10 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
         lines.append(f"{len(errors)} probe test(s) errored (not recorded, stale or server error)")
     state.summary = lines
 
-    tests = [r.to_dict() for r in state.results]
     if opt.cardprobe_json:
         path = _path(config, opt.cardprobe_json, None)
         assert path is not None
+        tests = [r.to_dict() for r in state.results]
         write_atomically(path, json_report(arms, tests, gate))
     if arms and (opt.cardprobe_md or os.environ.get("GITHUB_STEP_SUMMARY")):
         text = markdown(arms, gate)

@@ -138,8 +138,40 @@ class _LivePersister:
         from vcr.serialize import serialize
 
         if self.recording.keep:
-            write_atomically(Path(cassette_path), serialize(cassette_dict, serializer))
+            try:
+                text = serialize(cassette_dict, _JsonAsYaml)
+            except (TypeError, ValueError):
+                # A body that is not text (vcrpy keeps undecodable bytes as bytes) has no
+                # JSON form; vcrpy's YAML writer stores it as !!binary.
+                text = serialize(cassette_dict, serializer)
+            write_atomically(Path(cassette_path), text)
             self.recording.written = True
+
+
+# Characters a JSON encoder leaves raw (with ensure_ascii off) that a YAML 1.1 reader refuses
+# (C1 controls, lone surrogates, U+FFFE/U+FFFF) or reads as a line break and folds into a
+# space (U+0085, U+2028, U+2029). Escaped, they mean the same to both readers.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+
+
+def dump_cassette(data: Mapping[str, Any]) -> str:
+    """A cassette as JSON text that is also YAML meaning the same, so vcrpy's reader reads it.
+
+    vcrpy's YAML serializer reads these files as they are (JSON is YAML's flow style), and
+    replay reads them with :func:`json.loads`, several times faster than a YAML parser (see
+    BENCHMARKS.md, "Cassette replay"). Text is kept as UTF-8, not ``\\u`` escapes: a YAML
+    reader would turn an escaped surrogate pair into two lone surrogates.
+    """
+    text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+class _JsonAsYaml:
+    """vcrpy's serializer interface around :func:`dump_cassette`."""
+
+    @staticmethod
+    def serialize(cassette_dict: Mapping[str, Any]) -> str:
+        return dump_cassette(cassette_dict)
 
 
 class _Player:
@@ -156,21 +188,23 @@ class _Player:
         self.played = [False] * len(self.interactions)
         self._bodies: dict[int, Any] = {}
 
-    def _matches(self, index: int, method: str, path: str, body: Any) -> bool:
+    def _matches(self, index: int, method: str, path: str, content: str) -> bool:
         recorded = self.interactions[index]["request"]
         if str(recorded.get("method", "")).upper() != method:
             return False
         if urllib.parse.urlsplit(str(recorded.get("uri", ""))).path != path:
             return False
+        raw = recorded.get("body")
+        if raw == content:
+            return True  # the same text: the same JSON, without parsing either
         if index not in self._bodies:
-            self._bodies[index] = _parsed_body(recorded.get("body"))
-        return bool(self._bodies[index] == body)
+            self._bodies[index] = _parsed_body(raw)
+        return bool(self._bodies[index] == _parsed_body(content))
 
-    def response_for(self, method: str, path: str, content: bytes) -> dict[str, Any] | None:
+    def response_for(self, method: str, path: str, content: str) -> dict[str, Any] | None:
         """The recorded response for a request, or ``None`` when nothing here matches."""
-        body = _parsed_body(content)
         count = len(self.interactions)
-        matching = [i for i in range(count) if self._matches(i, method, path, body)]
+        matching = [i for i in range(count) if self._matches(i, method, path, content)]
         for index in matching:
             if not self.played[index]:
                 self.played[index] = True
@@ -182,7 +216,7 @@ class _Player:
             )
         return None
 
-    def mismatch(self, method: str, path: str, content: bytes) -> StaleCassette:
+    def mismatch(self, method: str, path: str, content: str) -> StaleCassette:
         """The error for a request that matches no interaction, naming the first difference."""
         why = "the request no longer matches the recording"
         if self.interactions:
@@ -200,7 +234,7 @@ class _Player:
         return StaleCassette(f"stale cassette {where}: {why}; re-record with: {self.hint}")
 
 
-# The cassettes being replayed, innermost last; the replay transport serves from them.
+# The cassettes being replayed, innermost last; the replay player serves from them.
 _PLAYING: list[_Player] = []
 
 
@@ -211,44 +245,28 @@ def _recorded_body(response: Mapping[str, Any]) -> bytes:
     return bytes(body or b"")
 
 
-def replay_transport() -> Any:
-    """An httpx transport that answers from the cassettes being replayed and has no network.
+def play(method: str, path: str, content: str) -> tuple[int, bytes]:
+    """The recorded status and body for a request, from the cassettes being replayed.
 
-    Replay reads vcrpy's cassette format but does not go through vcrpy's patching, which
-    costs more per test than pytest's own handling of a test (see BENCHMARKS.md); the
-    model client in a replay run is built on this transport, so no request can leave the
-    machine.
+    This is the replay client's network: a request that no open cassette holds is refused,
+    so no call can leave the machine. Replay reads vcrpy's cassette format without vcrpy's
+    patching or an HTTP stack, which cost more per test than pytest's own handling of a
+    test (see BENCHMARKS.md, "Cassette replay").
     """
-    import httpx
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        method, path, content = request.method.upper(), request.url.path, request.read()
-        if not _PLAYING:
-            raise CassetteProblem(
-                f"replay without a cassette: {method} {request.url} would need the network; "
-                "only --live talks to a server"
-            )
-        for player in reversed(_PLAYING):
-            response = player.response_for(method, path, content)
-            if response is not None:
-                break
-        else:
-            raise _PLAYING[-1].mismatch(method, path, content)
-        status = response.get("status") or {}
-        headers = [
-            (name, str(value))
-            for name, values in (response.get("headers") or {}).items()
-            if name.lower() not in ("content-length", "transfer-encoding")
-            for value in (values if isinstance(values, list) else [values])
-        ]
-        return httpx.Response(
-            int(status.get("code", 200)),
-            headers=headers,
-            content=_recorded_body(response),
-            request=request,
+    method = method.upper()
+    if not _PLAYING:
+        raise CassetteProblem(
+            f"replay without a cassette: {method} {path} would need the network; "
+            "only --live talks to a server"
         )
-
-    return httpx.MockTransport(handle)
+    for player in reversed(_PLAYING):
+        response = player.response_for(method, path, content)
+        if response is not None:
+            break
+    else:
+        raise _PLAYING[-1].mismatch(method, path, content)
+    status = response.get("status") or {}
+    return int(status.get("code", 200)), _recorded_body(response)
 
 
 @dataclass
@@ -264,7 +282,13 @@ class Recording:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _load_yaml(text: str) -> Any:
+def _load(text: str) -> Any:
+    """A cassette's data: JSON when it is (what this plugin writes), else YAML."""
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # YAML's flow style but not JSON: the YAML reader decides, naming the line
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=loader)
 
@@ -278,7 +302,7 @@ def read_cassette(path: Path, hint: str = "pytest --live") -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise CorruptCassette(f"corrupt cassette {shown(path)}: cannot read it ({exc})") from None
     try:
-        data = _load_yaml(text)
+        data = _load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -342,8 +366,8 @@ def recording(
 
     Live, vcrpy patches httpx inside the block and records every call; the cassette is
     written when the block ends, unless ``keep`` was cleared. In replay the cassette's
-    interactions are served by :func:`replay_transport`, which the replay client is built
-    on: recorded responses in order, anything else refused.
+    interactions are served by :func:`play`, which the replay client sends its requests to:
+    recorded responses in order, anything else refused.
     """
     rec = Recording(path=path, live=live)
     if not live:
