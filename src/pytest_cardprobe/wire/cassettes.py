@@ -135,17 +135,22 @@ class _LivePersister:
         raise CassetteNotFoundError()
 
     def save_cassette(self, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        from vcr.serialize import serialize
-
         if self.recording.keep:
-            try:
-                text = serialize(cassette_dict, _JsonAsYaml)
-            except (TypeError, ValueError):
-                # A body that is not text (vcrpy keeps undecodable bytes as bytes) has no
-                # JSON form; vcrpy's YAML writer stores it as !!binary.
-                text = serialize(cassette_dict, serializer)
-            write_atomically(Path(cassette_path), text)
+            write_atomically(Path(cassette_path), serialize_cassette(cassette_dict))
             self.recording.written = True
+
+
+def serialize_cassette(cassette_dict: Mapping[str, Any]) -> str:
+    """The file text of a recording vcrpy hands over (its requests, responses and metadata)."""
+    from vcr.serialize import serialize
+    from vcr.serializers import yamlserializer
+
+    try:
+        return str(serialize(cassette_dict, _JsonAsYaml))
+    except (TypeError, ValueError):
+        # A body that is not text (vcrpy keeps undecodable bytes as bytes) has no JSON
+        # form; vcrpy's own YAML writer stores it as !!binary.
+        return str(serialize(cassette_dict, yamlserializer))
 
 
 # Characters a JSON encoder leaves raw (with ensure_ascii off) that a YAML 1.1 reader refuses
