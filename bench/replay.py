@@ -132,14 +132,16 @@ def ollama_reply(probe: Any, index: int, rng: random.Random, when: dt.datetime) 
 
 def probes_and_runtime(project: Path, models: list[str]) -> tuple[list[Any], Any]:
     """The matrix as the plugin expands it, and a replay runtime over the project."""
-    from pytest_cardprobe.runtime import Runtime, Settings
+    from pytest_cardprobe.runtime import Runtime
+    from pytest_cardprobe.settings import Settings
     from pytest_cardprobe.suite.loader import load_suite
     from pytest_cardprobe.suite.matrix import expand
+    from pytest_cardprobe.wire.cassettes import Replay
 
     suites = [load_suite(p) for p in sorted((project / "cases").glob("*.yaml"))]
     probes = [p for suite in suites for p in expand(suite, models)]
     settings = Settings(models=models, servers=[SERVER], cassette_dir=project / "cassettes")
-    return probes, Runtime(settings)
+    return probes, Runtime(settings, Replay())
 
 
 def write_cassettes(project: Path, models: list[str], samples: int) -> dict[str, Any]:
@@ -245,7 +247,7 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     from pytest_cardprobe.judge.registry import card_judge
     from pytest_cardprobe.judge.routing import answer_of
     from pytest_cardprobe.suite.request import build_request
-    from pytest_cardprobe.wire.cassettes import fingerprint, read_cassette, recording
+    from pytest_cardprobe.wire.cassettes import fingerprint, read_cassette
 
     probes, runtime = probes_and_runtime(project, models)
     probes, base = probes[:count], runtime.settings.base_options()
@@ -253,7 +255,7 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     def replay(probe: Any, chats: int = 0) -> list[tuple[Any, Any, Any]]:
         request = build_request(probe, base)
         path = runtime.cassette_for(probe)
-        with recording(path, live=False, fingerprint=fingerprint(request), rerecord_hint="-"):
+        with runtime.backend.open(path, fingerprint=fingerprint(request), rerecord_hint="-"):
             return [(probe, request, runtime.client.chat(request)) for _ in range(chats)]
 
     def judge(item: tuple[Any, Any, Any]) -> None:
@@ -273,7 +275,7 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
         "read_cassette (read the file, JSON, check)": cpu_ms(
             lambda p: read_cassette(runtime.cassette_for(p)), probes
         ),
-        "`recording()` enter + exit (the line above, fingerprint check, player)": enter_exit,
+        "`Replay.open` enter + exit (the line above, fingerprint check, player)": enter_exit,
         "2 × `ChatClient.chat` through the replay player (body text, match, parse)": cpu_ms(
             lambda p: replay(p, 2), probes
         )

@@ -17,11 +17,11 @@ from vcr.serializers import jsonserializer, yamlserializer
 from pytest_cardprobe.types import ChatRequest
 from pytest_cardprobe.wire.cassettes import (
     Recording,
+    Replay,
     StaleCassette,
     _LivePersister,
     dump_cassette,
     read_cassette,
-    recording,
 )
 from pytest_cardprobe.wire.client import ChatClient, ClientSettings, ModelNotFound, json_body
 
@@ -94,10 +94,9 @@ def test_a_body_that_is_not_text_falls_back_to_vcrpys_yaml(tmp_path: Path) -> No
 
 def replay(path: Path, request: ChatRequest, times: int = 1) -> list[str]:
     """Ask ``times`` through a replay client; the contents of the replies."""
-    from pytest_cardprobe.wire.cassettes import play
-
-    client = ChatClient(ClientSettings(base_url=SERVER), player=play)
-    with recording(path, live=False, fingerprint=None, rerecord_hint="pytest --live"):
+    backend = Replay()
+    client = ChatClient(ClientSettings(base_url=SERVER), player=backend.player())
+    with backend.open(path, fingerprint=None, rerecord_hint="pytest --live"):
         return [client.chat(request).content for _ in range(times)]
 
 
@@ -143,11 +142,12 @@ def test_replay_does_not_import_httpx(tmp_path: Path) -> None:
         "import sys\n"
         "from pathlib import Path\n"
         "from pytest_cardprobe.types import ChatRequest\n"
-        "from pytest_cardprobe.wire.cassettes import play, recording\n"
+        "from pytest_cardprobe.wire.cassettes import Replay\n"
         "from pytest_cardprobe.wire.client import ChatClient, ClientSettings\n"
-        f"client = ChatClient(ClientSettings(base_url={SERVER!r}), player=play)\n"
+        "backend = Replay()\n"
+        f"client = ChatClient(ClientSettings(base_url={SERVER!r}), player=backend.player())\n"
         "request = ChatRequest(model='m', messages=[{'role': 'user', 'content': 'hello'}])\n"
-        f"with recording(Path({str(path)!r}), live=False, fingerprint=None, rerecord_hint='-'):\n"
+        f"with backend.open(Path({str(path)!r}), fingerprint=None, rerecord_hint='-'):\n"
         "    print(client.chat(request).content, 'httpx' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
