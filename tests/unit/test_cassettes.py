@@ -16,6 +16,7 @@ from vcr.serializers import jsonserializer, yamlserializer
 
 from pytest_cardprobe.types import ChatRequest
 from pytest_cardprobe.wire.cassettes import (
+    CorruptCassette,
     Recording,
     Replay,
     StaleCassette,
@@ -152,3 +153,11 @@ def test_replay_does_not_import_httpx(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["ok", "False"]
+
+
+def test_a_truncated_json_cassette_is_corrupt_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    text = save(path, cassette_dict(recorded_body(chat_request()), ollama_reply("ok")))
+    path.write_text(text[: len(text) // 2], encoding="utf-8")
+    with pytest.raises(CorruptCassette, match=r"corrupt cassette .*c\.yaml:.* line \d+ not valid"):
+        read_cassette(path)
