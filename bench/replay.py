@@ -267,24 +267,18 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     def run(p: Any) -> object:
         return runtime.run(p, 2, p.name, lambda text: card_judge(text, p.case, p.suite))
 
-    enter_exit = cpu_ms(replay, probes)
-    return {
-        "build_request + fingerprint": cpu_ms(
-            lambda p: fingerprint(build_request(p, base)), probes
-        ),
-        "read_cassette (read the file, JSON, check)": cpu_ms(
-            lambda p: read_cassette(runtime.cassette_for(p)), probes
-        ),
-        "`Replay.open` enter + exit (the line above, fingerprint check, player)": enter_exit,
-        "2 × `ChatClient.chat` through the replay player (body text, match, parse)": cpu_ms(
-            lambda p: replay(p, 2), probes
-        )
-        - enter_exit,
-        "2 × (`answer_of` + card judge)": cpu_ms(
-            judge, [r for p in probes for r in replay(p, 2)], 2
-        ),
-        "**`Runtime.run` as a whole**": cpu_ms(run, probes),
-    }
+    def read(p: Any) -> object:
+        return read_cassette(runtime.cassette_for(p))
+
+    stages: list[tuple[str, Callable[[Any], object], list[Any], int]] = [
+        ("build_request + fingerprint", lambda p: fingerprint(build_request(p, base)), probes, 1),
+        ("read_cassette (read the file, parse the JSON, check it)", read, probes, 1),
+        ("the two rows above + `Replay.open` enter and exit", replay, probes, 1),
+        ("the row above + 2 × `ChatClient.chat` (match, parse)", lambda p: replay(p, 2), probes, 1),
+        ("2 × (`answer_of` + card judge)", judge, [r for p in probes for r in replay(p, 2)], 2),
+        ("**`Runtime.run` as a whole**", run, probes, 1),
+    ]
+    return {label: cpu_ms(step, items, n) for label, step, items, n in stages}
 
 
 def machine(before: str) -> list[tuple[str, str]]:
@@ -337,10 +331,9 @@ def report(info: dict[str, Any], runs: list[dict[str, Any]], costs: dict[str, fl
             f"| {m['rss']:.0f} | {', '.join(f'{w:.2f}' for w in walls)} "
             f"| {min(loads):.1f}–{max(loads):.1f} |"
         )
-    head = (
-        "| run | wall median (s) | wall min–max | CPU median (s) | peak RSS (MB) | walls | load |"
+    out += table(
+        "| run | wall median (s) | min–max | CPU (s) | peak RSS (MB) | walls | load |", rows
     )
-    out += table(head, rows)
     rounds = [{r["which"]: r["wall"] for r in runs[i : i + 3]} for i in range(0, len(runs), 3)]
     rows = []
     for top, base in (("replay", "bare"), ("replay", "bare-fail"), ("bare-fail", "bare")):
