@@ -252,18 +252,16 @@ class ChatClient:
         self,
         settings: ClientSettings,
         sleep: Callable[[float], None] = time.sleep,
-        transport: Any = None,
         player: Player | None = None,
     ):
-        """``transport`` replaces httpx's network; ``player`` replaces HTTP altogether.
+        """``player`` stands in for HTTP: replay passes one that answers from cassettes.
 
-        Replay passes a ``player`` that answers from cassettes: the request body is built as
-        live and the recorded body parsed as live, but neither goes through httpx, which
-        then is never imported (it cost more per test than the rest of replay).
+        The request body is then built as live and the recorded body parsed as live, but
+        neither goes through httpx, which this client then never imports (building and
+        reading httpx requests cost more per test than the rest of replay).
         """
         self.settings = settings
         self._sleep = sleep
-        self._transport = transport
         self._player = player
         self._client: httpx.Client | None = None
 
@@ -278,7 +276,6 @@ class ChatClient:
                 base_url=s.base_url.rstrip("/"),
                 timeout=httpx.Timeout(s.timeout, connect=min(10.0, s.timeout)),
                 headers=headers,
-                transport=self._transport,
             )
         return self._client
 
