@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 Message = dict[str, Any]
@@ -165,7 +165,11 @@ class SampleRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return asdict(self)
+        # Not dataclasses.asdict: its deep copy of every field cost more than judging a reply.
+        data = dict(vars(self))
+        data["types"] = list(self.types)
+        data["unknown_types"] = list(self.unknown_types)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleRecord:
@@ -207,7 +211,7 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        data = asdict(self)
+        data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
         return data
 
