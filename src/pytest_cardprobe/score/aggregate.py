@@ -6,10 +6,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.types import FailureClass, ProbeResult
+from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ProbeResult
 
-# Scoreboard columns, in the order the enum declares them.
-FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in FailureClass)
+# Scoreboard columns of card arms and of call arms (channel ``call``), in the order
+# types.py declares them.
+FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in CARD_CLASSES)
+CALL_FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in CALL_CLASSES)
+CALL_CHANNEL = "call"
+
+
+def classes_of(channel: str) -> tuple[str, ...]:
+    """The failure-class columns of an arm on ``channel``."""
+    return CALL_FAILURE_CLASSES if channel == CALL_CHANNEL else FAILURE_CLASSES
 
 
 @dataclass
