@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.runtime import Settings
-from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
+from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS
 from pytest_cardprobe.wire.client import APIS
 
 DEFAULT_SERVER = "http://127.0.0.1:11434"
@@ -93,7 +93,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--channel",
         action="append",
         dest="cardprobe_channels",
-        choices=CHANNELS,
+        choices=ALL_CHANNELS,
         default=[],
         help="only this channel (repeatable)",
     )
@@ -156,6 +156,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail when an arm has no baseline",
     )
     group.addoption(
+        "--strict-tools",
+        action="store_true",
+        dest="cardprobe_strict_tools",
+        default=None,
+        help="tool-definition lint findings of call suites are usage errors, not warnings "
+        "(ini: cardprobe_strict_tools)",
+    )
+    group.addoption(
         "--cardprobe-json",
         dest="cardprobe_json",
         metavar="PATH",
@@ -170,6 +178,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="write a Markdown report here (also appended to $GITHUB_STEP_SUMMARY)",
     )
     parser.addini("cardprobe_models", "models to probe", type="linelist", default=[])
+    parser.addini(
+        "cardprobe_strict_tools",
+        "tool-definition lint findings are usage errors",
+        type="bool",
+        default=False,
+    )
     parser.addini("cardprobe_api", "wire API: ollama or openai", default="ollama")
     parser.addini("cardprobe_servers", "server base URLs", type="linelist", default=[])
     parser.addini("cardprobe_stream", "ask with stream:true", type="bool", default=False)
@@ -244,4 +258,9 @@ def resolve_settings(config: pytest.Config) -> Settings:
         stream=stream,
         cassette_dir=cassette_dir if cassette_dir.is_absolute() else root / cassette_dir,
         api_key=os.environ.get("CARDPROBE_API_KEY") or None,
+        strict_tools=bool(
+            opt.cardprobe_strict_tools
+            if opt.cardprobe_strict_tools is not None
+            else config.getini("cardprobe_strict_tools")
+        ),
     )

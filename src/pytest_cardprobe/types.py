@@ -48,7 +48,8 @@ class ToolCall:
     # Set when the wire carried arguments that are not a JSON object (OpenAI sends a string).
     arguments_error: str | None = None
     # The server's id for the call (OpenAI ``tool_calls[].id``); a tool result quotes it back.
-    id: str | None = None
+    # Not part of equality: the same call is the same name and arguments, whatever its id.
+    id: str | None = field(default=None, compare=False)
     # The arguments arrived as a JSON string where the wire promises an object (an Ollama
     # ``/api/chat`` reply, or an OpenAI string that held another JSON string) and were decoded.
     arguments_as_string: bool = False

@@ -93,7 +93,7 @@ def _decode_arguments(value: Any, object_expected: bool) -> tuple[dict[str, Any]
             try:
                 decoded = json.loads(decoded)
             except ValueError:
-                return {}, "arguments decode to a string, not an object", False
+                return {}, "arguments decode to str, not an object", False
             as_string = True
         if isinstance(decoded, dict):
             return decoded, None, as_string
