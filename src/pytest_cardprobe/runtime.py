@@ -276,6 +276,7 @@ class Runtime:
             condition=probe.condition,
             case=probe.case.id,
             status="passed",
+            canary=probe.case.canary,
         )
         if probe.model in self.missing_models:
             result.status, result.message = "error", self.missing_models[probe.model]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.score.aggregate import aggregate
+from pytest_cardprobe.score.aggregate import aggregate, canaries
 from pytest_cardprobe.score.gate import (
     BaselineError,
     GateSettings,
@@ -17,7 +17,12 @@ from pytest_cardprobe.score.gate import (
     load_baseline,
     write_baseline,
 )
-from pytest_cardprobe.score.report import json_report, markdown, scoreboard_lines
+from pytest_cardprobe.score.report import (
+    canary_lines,
+    json_report,
+    markdown,
+    scoreboard_lines,
+)
 from pytest_cardprobe.state import CardprobeState
 
 NOISE_INI = "cardprobe_noise_floor"
@@ -46,6 +51,7 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     opt = config.option
     suite_results = [r for r in state.results if r.suite]
     arms = aggregate(suite_results)
+    canary = canaries(suite_results)
     lines: list[str] = []
     gate: dict[str, Any] | None = None
     if arms:
@@ -62,7 +68,7 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
         )
         assert baseline_path is not None
         if opt.cardprobe_update_baseline:
-            write_baseline(baseline_path, arms, suite_results)
+            write_baseline(baseline_path, arms, suite_results, canary)
             gate = {
                 "decision": "updated",
                 "summary": f"baseline written to {baseline_path.name} for {len(arms)} arm(s)",
@@ -81,8 +87,11 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
                 lines.append(f"ERROR: {exc}")
                 baseline = None
                 state.other_failures.append(str(exc))
-            gate = decide(arms, suite_results, baseline, settings)
+            gate = decide(arms, suite_results, baseline, settings, canary)
         lines.extend(scoreboard_lines(arms, gate.get("arms")))
+        if canary:
+            lines.append("")
+            lines.extend(canary_lines(canary))
         lines.append("")
         lines.append(f"gate: {gate['decision']} — {gate['summary']}")
         for title, key in (

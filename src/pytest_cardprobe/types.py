@@ -217,6 +217,8 @@ class ProbeResult:
     status: str
     samples: list[SampleRecord] = field(default_factory=list)
     message: str | None = None
+    # A call suite's canary role of the case (``needs_tool`` / ``no_tool``), else None.
+    canary: str | None = None
 
     @property
     def arm(self) -> tuple[str, str, str, str]:
@@ -238,6 +240,8 @@ class ProbeResult:
         """JSON-able form."""
         data = asdict(self)
         data["samples"] = [s.to_dict() for s in self.samples]
+        if data["canary"] is None:
+            del data["canary"]
         return data
 
     @classmethod

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.aggregate import ArmScore, Canary
 from pytest_cardprobe.types import ProbeResult
 
 BASELINE_FORMAT = 1
@@ -25,7 +25,11 @@ class BaselineError(Exception):
     """The baseline file cannot be used; the message names it."""
 
 
-def baseline_data(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> dict[str, Any]:
+def baseline_data(
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    canaries: Sequence[Canary] = (),
+) -> dict[str, Any]:
     """The baseline document for this run's arms (stable ordering, no timestamps)."""
     per_case: dict[tuple[str, str], dict[str, int]] = {}
     for r in results:
@@ -54,12 +58,20 @@ def baseline_data(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> d
             "tool_calls": arm.routes.get("tool_calls", 0),
             "verdicts": cases,
         }
-    return {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
+    data: dict[str, Any] = {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
+    if canaries:
+        data["canary"] = {c.key: c.verdict for c in sorted(canaries, key=lambda c: c.key)}
+    return data
 
 
-def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> None:
-    """Write the baseline atomically, merging arms that did not run this time."""
-    data = baseline_data(arms, results)
+def write_baseline(
+    path: Path,
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    canaries: Sequence[Canary] = (),
+) -> None:
+    """Write the baseline atomically, merging arms (and canaries) that did not run this time."""
+    data = baseline_data(arms, results, canaries)
     try:
         old = load_baseline(path)
     except BaselineError:
@@ -67,6 +79,9 @@ def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[Probe
     if old:
         merged = {**old.get("arms", {}), **data["arms"]}
         data["arms"] = dict(sorted(merged.items()))
+        canary = {**(old.get("canary") or {}), **data.get("canary", {})}
+        if canary:
+            data["canary"] = dict(sorted(canary.items()))
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
@@ -106,8 +121,14 @@ def decide(
     results: Sequence[ProbeResult],
     baseline: dict[str, Any] | None,
     settings: GateSettings,
+    canaries: Sequence[Canary] = (),
 ) -> dict[str, Any]:
-    """The gate decision as plain data (stable ordering)."""
+    """The gate decision as plain data (stable ordering).
+
+    A canary verdict that differs from the baseline's is a regression whichever way it
+    moved: the capability a team relies on changed, and accepting it is a decision
+    (``--update-baseline``), not noise.
+    """
     k = settings.noise_floor
     per_case_routes: dict[tuple[str, str], tuple[int, int]] = {}
     for r in results:
@@ -175,6 +196,14 @@ def decide(
                         f"(allowed drop {allowed:.0%} = {k} of {len(common)} cases)"
                     )
         by_arm[key] = entry
+    base_canary = (baseline or {}).get("canary") or {}
+    for canary in canaries:
+        canary_was = base_canary.get(canary.key)
+        if canary_was is not None and canary_was != canary.verdict:
+            regressions.append(
+                f"canary {canary.key}: {canary_was} -> {canary.verdict}; accept it with "
+                "--update-baseline if intended"
+            )
     inconclusive = bool(total) and unscored / total > settings.max_unscored
     if regressions:
         decision = "fail"

@@ -10,7 +10,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_cardprobe.score.aggregate import FAILURE_CLASSES, ArmScore
+from pytest_cardprobe.score.aggregate import (
+    CALL_FAILURE_CLASSES,
+    FAILURE_CLASSES,
+    ArmScore,
+    Canary,
+)
 
 HEADERS = (
     "suite",
@@ -24,6 +29,22 @@ HEADERS = (
     "declined",
     "wrong_element",
     "infra",
+    "split",
+    "note",
+)
+
+
+# Call arms get their own table: their failure classes are not the card ones.
+CALL_HEADERS = (
+    "suite",
+    "model",
+    "channel",
+    "condition",
+    "passed",
+    "adoption",
+    "recovered",
+    "args_as_string",
+    *CALL_FAILURE_CLASSES,
     "split",
     "note",
 )
@@ -57,6 +78,24 @@ def arm_row(arm: ArmScore, delta: dict[str, Any] | None = None) -> list[str]:
     if arm.unscored:
         notes.append(f"{arm.unscored} unscored")
     recovered = str(arm.routes.get("recovered", 0)) if arm.channel == "tool" else "-"
+    if arm.is_call_arm:
+        made = arm.routes["tool_calls"] + arm.routes["recovered"]
+        adoption = f"{arm.routes['tool_calls']}/{made} {_pct(arm.adoption)}" if made else "-"
+        if delta and delta.get("adoption_delta") and arm.adoption is not None:
+            adoption += f" ({delta['adoption_delta'] * 100:+.0f}pt)"
+        return [
+            arm.suite,
+            arm.model,
+            arm.channel,
+            arm.condition,
+            "-" if arm.unsupported and not arm.scored else passed,
+            adoption,
+            str(arm.routes.get("recovered", 0)),
+            str(arm.args_as_string),
+            *(str(arm.failures.get(k, 0)) for k in CALL_FAILURE_CLASSES),
+            str(len(arm.split)),
+            ", ".join(notes),
+        ]
     return [
         arm.suite,
         arm.model,
@@ -83,8 +122,12 @@ def scoreboard_lines(arms: Sequence[ArmScore], deltas: dict[str, Any] | None = N
     if not arms:
         return []
     deltas = deltas or {}
-    rows = [arm_row(a, deltas.get(a.id)) for a in arms]
-    lines = table(rows)
+    card = [arm_row(a, deltas.get(a.id)) for a in arms if not a.is_call_arm]
+    calls = [arm_row(a, deltas.get(a.id)) for a in arms if a.is_call_arm]
+    lines = table(card) if card else []
+    if calls:
+        lines += [""] if lines else []
+        lines += table(calls, CALL_HEADERS)
     split = [(a, c) for a in arms for c in sorted(a.split)]
     if split:
         lines.append("")
@@ -100,10 +143,17 @@ def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
         out.append(f"**Gate: {gate['decision']}** — {gate['summary']}")
         out.append("")
     deltas = (gate or {}).get("arms", {})
-    rows = [arm_row(a, deltas.get(a.id)) for a in arms]
-    out.append("| " + " | ".join(HEADERS) + " |")
-    out.append("|" + "---|" * len(HEADERS))
-    out.extend("| " + " | ".join(r) + " |" for r in rows)
+    for headers, group in (
+        (HEADERS, [a for a in arms if not a.is_call_arm]),
+        (CALL_HEADERS, [a for a in arms if a.is_call_arm]),
+    ):
+        if not group:
+            continue
+        if out[-1]:
+            out.append("")
+        out.append("| " + " | ".join(headers) + " |")
+        out.append("|" + "---|" * len(headers))
+        out.extend("| " + " | ".join(arm_row(a, deltas.get(a.id))) + " |" for a in group)
     if gate:
         for title, key in (
             ("Regressions", "regressions"),
@@ -132,3 +182,8 @@ def json_report(
         "gate": gate,
     }
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def canary_lines(found: Sequence[Canary]) -> list[str]:
+    """One line per call suite x model with canary cases."""
+    return [c.line() for c in found]
