@@ -1,0 +1,160 @@
+"""Tool loops' messages (runtime.feedback_messages), call-arm scores, canaries and their gate."""
+
+from __future__ import annotations
+
+import json
+
+from pytest_cardprobe.judge.call import ModelTurn
+from pytest_cardprobe.runtime import feedback_messages
+from pytest_cardprobe.score.aggregate import aggregate, canaries
+from pytest_cardprobe.score.gate import GateSettings, baseline_data, decide
+from pytest_cardprobe.score.report import scoreboard_lines
+from pytest_cardprobe.suite.calls import ScriptedResult
+from pytest_cardprobe.types import ChatReply, ProbeResult, SampleRecord, ToolCall
+
+CALLS = (
+    ToolCall("search_code", {"query": "Invoice"}, id="call_a"),
+    ToolCall("read_file", {"path": "b.py"}),
+)
+RESULTS = (ScriptedResult("search_code", (), "src/b.py:1: class Invoice"),)
+
+
+class TestFeedbackMessages:
+    def turn(self) -> tuple[ChatReply, ModelTurn]:
+        return ChatReply("", tool_calls=CALLS), ModelTurn("tool_calls", CALLS, "")
+
+    def test_ollama_order_tool_name_and_object_arguments(self) -> None:
+        reply, turn = self.turn()
+        messages = feedback_messages("ollama", reply, turn, RESULTS, 0)
+        assert [m["role"] for m in messages] == ["assistant", "tool", "tool"]
+        assert messages[0]["tool_calls"][0] == {
+            "function": {"name": "search_code", "arguments": {"query": "Invoice"}}
+        }
+        assert messages[1] == {
+            "role": "tool",
+            "tool_name": "search_code",
+            "content": "src/b.py:1: class Invoice",
+        }
+        # An unscripted call still gets an answer, so the model is never left hanging.
+        assert messages[2]["tool_name"] == "read_file"
+        assert "no result scripted" in messages[2]["content"]
+
+    def test_openai_assistant_tool_calls_then_tool_call_ids(self) -> None:
+        reply, turn = self.turn()
+        messages = feedback_messages("openai", reply, turn, RESULTS, 2)
+        assert [m["role"] for m in messages] == ["assistant", "tool", "tool"]
+        calls = messages[0]["tool_calls"]
+        assert [c["id"] for c in calls] == ["call_a", "call_2_1"]  # server id, else ours
+        assert calls[0]["type"] == "function"
+        assert json.loads(calls[0]["function"]["arguments"]) == {"query": "Invoice"}
+        assert [m["tool_call_id"] for m in messages[1:]] == ["call_a", "call_2_1"]
+
+
+def result(
+    case: str, *samples: SampleRecord, canary: str | None = None, cond: str = "cold"
+) -> ProbeResult:
+    status = "passed" if all(s.passed for s in samples) else "failed"
+    return ProbeResult(
+        f"cases/tools.yaml::{case}",
+        "tools",
+        "m",
+        "call",
+        cond,
+        case,
+        status,
+        list(samples),
+        canary=canary,
+    )
+
+
+def sample(
+    passed: bool, route: str, calls: list[list[str]], failure: str | None = None, as_string: int = 0
+) -> SampleRecord:
+    return SampleRecord(
+        0,
+        route,
+        passed,
+        "ok" if passed else failure or "",
+        None if passed else failure,
+        calls=calls,
+        turns=len(calls),
+        args_as_string=as_string,
+    )
+
+
+class TestCallArms:
+    def test_counts_classes_adoption_and_args_as_string(self) -> None:
+        results = [
+            result("a", sample(True, "tool_calls", [["read_file"]], as_string=1)),
+            result("b", sample(False, "recovered", [["run_shell"]], "wrong_tool")),
+            result("c", sample(False, "content", [[]], "declined")),
+            result("d", sample(True, "content", [[]])),
+        ]
+        (arm,) = aggregate(results)
+        assert arm.is_call_arm and (arm.passed, arm.scored) == (2, 4)
+        assert arm.failures["wrong_tool"] == 1 and arm.failures["declined"] == 1
+        assert "wrong_element" not in arm.failures  # a card class has no column here
+        assert arm.adoption == 0.5  # 1 structured of the 2 samples that called at all
+        assert arm.args_as_string == 1
+        assert arm.to_dict()["args_as_string"] == 1
+        lines = scoreboard_lines([arm])
+        assert lines[0].split()[:9] == [
+            "suite", "model", "channel", "condition", "passed", "adoption", "recovered",
+            "args_as_string", "declined",
+        ]  # fmt: skip
+        assert lines[1].split()[:8] == ["tools", "m", "call", "cold", "2/4", "1/2", "50%", "1"]
+
+
+class TestCanary:
+    def run(self, needs_called: bool, no_called: bool) -> list[ProbeResult]:
+        return [
+            result(
+                "n",
+                sample(
+                    needs_called,
+                    "tool_calls" if needs_called else "content",
+                    [["read_file"]] if needs_called else [[]],
+                    None if needs_called else "declined",
+                ),
+                canary="needs_tool",
+            ),
+            result(
+                "o",
+                sample(
+                    not no_called,
+                    "tool_calls" if no_called else "content",
+                    [["run_shell"]] if no_called else [[]],
+                    "over_call" if no_called else None,
+                ),
+                canary="no_tool",
+            ),
+        ]
+
+    def test_verdicts(self) -> None:
+        assert canaries(self.run(True, False))[0].verdict == "supported"
+        assert canaries(self.run(False, False))[0].verdict == "supportedButDeclines"
+        assert canaries(self.run(True, True))[0].verdict == "overCalls"
+        unsupported = [
+            ProbeResult("x", "tools", "m", "call", "cold", "n", "unsupported", canary="needs_tool")
+        ]
+        assert canaries(unsupported)[0].verdict == "unsupported"
+
+    def test_line(self) -> None:
+        (c,) = canaries(self.run(False, False))
+        assert c.line() == (
+            "canary tools/m: supportedButDeclines — needs_tool called 0/1, no_tool abstained 1/1 samples"  # noqa: E501
+        )
+
+    def test_a_changed_canary_is_a_gate_regression(self) -> None:
+        before = self.run(True, False)
+        base = baseline_data(aggregate(before), before, canaries(before))
+        assert base["canary"] == {"tools/m": "supported"}
+        now = self.run(False, False)  # loses one case: within the floor of 1 ...
+        gate = decide(aggregate(now), now, base, GateSettings(noise_floor=1), canaries(now))
+        assert gate["decision"] == "fail"  # ... but the canary moved
+        assert gate["regressions"] == [
+            "canary tools/m: supported -> supportedButDeclines; accept it with "
+            "--update-baseline if intended"
+        ]
+        same = decide(aggregate(before), before, base, GateSettings(), canaries(before))
+        assert same["decision"] == "pass"
