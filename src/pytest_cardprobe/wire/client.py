@@ -309,8 +309,11 @@ class ChatClient:
                 body["temperature"] = opts.pop("temperature")
             if "num_predict" in opts:
                 body["max_tokens"] = opts.pop("num_predict")
-            if "seed" in opts:
-                body["seed"] = opts.pop("seed")
+            # These have no Ollama equivalent in ``options`` but are part of the OpenAI
+            # request; a suite or the adjust hook sets them through the options.
+            for key in ("seed", "stop", "tool_choice"):
+                if key in opts:
+                    body[key] = opts.pop(key)
             fmt = opts.pop("format", None)
             if fmt == "json":
                 body["response_format"] = {"type": "json_object"}
