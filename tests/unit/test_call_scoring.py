@@ -158,3 +158,87 @@ class TestCanary:
         ]
         same = decide(aggregate(before), before, base, GateSettings(), canaries(before))
         assert same["decision"] == "pass"
+
+
+class _ScriptedClient:
+    """Stands in for the HTTP client in a unit test of the loop's own logic: hands out the
+    given replies in order and keeps every request it was asked (no server is involved)."""
+
+    def __init__(self, *replies: ChatReply) -> None:
+        self.replies = list(replies)
+        self.asked: list[list[dict[str, object]]] = []
+
+    def chat(self, request: object) -> ChatReply:
+        self.asked.append([dict(m) for m in request.messages])  # type: ignore[attr-defined]
+        return self.replies.pop(0)
+
+
+def _loop_probe(tmp_path: object, max_turns: int) -> object:
+    from pathlib import Path
+
+    from pytest_cardprobe.suite.loader import load_suite
+    from pytest_cardprobe.suite.matrix import expand
+
+    root = Path(str(tmp_path))
+    (root / "t.json").write_text(
+        json.dumps(
+            [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "read_file",
+                        "description": "Read a file.",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"path": {"type": "string", "description": "p"}},
+                        },
+                    },
+                }
+            ]
+        )
+    )
+    (root / "s.yaml").write_text(
+        "cardprobe: 1\njudge: call\nconditions: [cold]\ntools: t.json\n"
+        f"cases:\n  - id: loop\n    prompt: read a\n    max_turns: {max_turns}\n"
+        "    expect: {sequence: [read_file]}\n    results: {read_file: TEXT}\n"
+    )
+    return next(expand(load_suite(root / "s.yaml"), ["m"]))
+
+
+class TestLoop:
+    def runtime(self, client: _ScriptedClient) -> object:
+        from pytest_cardprobe.runtime import Runtime
+        from pytest_cardprobe.settings import Settings
+        from pytest_cardprobe.wire.cassettes import backend_for
+
+        runtime = Runtime(Settings(models=["m"]), backend_for(False))
+        runtime._client = client  # type: ignore[assignment]
+        return runtime
+
+    def test_stops_when_the_model_answers_and_feeds_results_back_in_order(
+        self, tmp_path: object
+    ) -> None:
+        from pytest_cardprobe.suite.request import build_request
+
+        client = _ScriptedClient(
+            ChatReply("", tool_calls=(ToolCall("read_file", {"path": "a"}),)),
+            ChatReply("It says TEXT."),
+        )
+        probe = _loop_probe(tmp_path, 5)
+        runtime = self.runtime(client)
+        base = build_request(probe, {})  # type: ignore[arg-type]
+        record = runtime.ask_loop(base, probe, 0)  # type: ignore[attr-defined]
+        assert record.passed and record.turns == 2 and record.calls == [["read_file"], []]
+        assert [m["role"] for m in client.asked[1]] == ["user", "assistant", "tool"]
+        assert client.asked[1][2] == {"role": "tool", "tool_name": "read_file", "content": "TEXT"}
+
+    def test_stops_at_max_turns_as_loop_limit(self, tmp_path: object) -> None:
+        from pytest_cardprobe.suite.request import build_request
+
+        again = ChatReply("", tool_calls=(ToolCall("read_file", {"path": "a"}),))
+        client = _ScriptedClient(again, again, again, again)
+        probe = _loop_probe(tmp_path, 3)
+        runtime = self.runtime(client)
+        record = runtime.ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        assert len(client.asked) == 3 and record.turns == 3
+        assert record.failure == "loop_limit" and not record.passed
