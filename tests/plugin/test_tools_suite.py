@@ -88,15 +88,14 @@ def test_lint_warns_and_strict_tools_stops_the_run(tools_project: pytest.Pyteste
     tools.write_text(json.dumps(declared, indent=2))
     result, _ = run(tools_project, "-k", "capital and cold")
     # The edit also makes the cassettes stale; the lint finding is what this test is about.
-    result.stdout.fnmatch_lines(
-        [
-            "*ToolLintWarning: *tools.json: $[2].function.parameters.properties.path: "
-            "parameter 'path' has no description [no-description]"
-        ]
+    finding = (
+        "tools.json: $[2].function.parameters.properties.path: parameter 'path' has no "
+        "description [no-description]"
     )
+    assert f"ToolLintWarning: {tools_project.path}/cases/tools/{finding}" in result.stdout.str()
     strict, _ = run(tools_project, "--strict-tools")
     assert strict.ret == pytest.ExitCode.USAGE_ERROR
-    strict.stderr.fnmatch_lines(["*$[2].function.parameters.properties.path*(--strict-tools)"])
+    assert f"{finding} (--strict-tools)" in strict.stderr.str()
 
 
 def test_gate_fails_on_three_lost_cases(tools_project: pytest.Pytester) -> None:
