@@ -73,7 +73,7 @@ class FailureClass(enum.StrEnum):
     DECLINED = "declined"
     WRONG_ELEMENT = "wrong_element"
     INFRA = "infra"
-    # Call suites (``judge: call``) add these; see docs/design.md "Call suites".
+    # Call suites (``judge: call``) add these; see the README, "Your own tools".
     OVER_CALL = "over_call"
     WRONG_TOOL = "wrong_tool"
     UNKNOWN_TOOL = "unknown_tool"

@@ -5,7 +5,7 @@ by :mod:`judge.routing`), the suite's declared tools and the case's expectation,
 a :class:`Verdict`. Nothing here talks to a server or knows about pytest.
 
 The checks run in a fixed order and the first failure decides the class, so one reply
-always gets one label (docs/design.md, "Call suites"):
+always gets one label (README, "Your own tools"):
 
 1. ``malformed``: a text-written call that recovery refused, or arguments that do not decode.
 2. ``no_call`` cases: any call is an ``over_call``; else the final text is checked.
