@@ -332,3 +332,12 @@ class TestLint:
             "cases/tools/tools.json: $[0].function.description: tool 'a' has no description "
             "[no-description]"
         )
+
+
+def test_expectation_mistakes_name_the_case_id(tmp_path: Path) -> None:
+    err = error_of(
+        tmp_path, GOOD + "- {id: late, prompt: p, expect: {call: read_file, calls: [x]}}\n"
+    )
+    assert err.key == "cases[3].expect.calls"
+    assert err.problem.startswith("case 'late': two expectations")
+    assert str(err).startswith(f"{tmp_path / 'calls.yaml'}:")

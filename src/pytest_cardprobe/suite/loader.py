@@ -803,21 +803,26 @@ class _SuiteReader:
             case = self.mapping(entry, item, "a case mapping (id, prompt, expect)")
             self.check_keys(entry, case, _CALL_CASE_KEYS, ("id", "prompt", "expect"))
             case_id = self.case_id(entry, case["id"], first_line)
+
+            def fail(key: _KeyPath, problem: str, case_id: str = case_id) -> NoReturn:
+                # Name the case by its id too: "cases[7]" alone sends people counting.
+                self.fail(key, f"case {case_id!r}: {problem}")
+
             prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
-            expect = parse_expectation(case["expect"], (*entry, "expect"), self.fail, declared)
+            expect = parse_expectation(case["expect"], (*entry, "expect"), fail, declared)
             results: tuple[ScriptedResult, ...] = ()
             if "results" in case:
                 if not expect.multi_turn:
-                    self.fail(
+                    fail(
                         (*entry, "results"),
                         "results: feed a tool loop, and only a `sequence:` expectation runs one",
                     )
-                results = parse_results(case["results"], (*entry, "results"), self.fail, declared)
+                results = parse_results(case["results"], (*entry, "results"), fail, declared)
             turns = max_turns
             if "max_turns" in case:
                 turns = self.max_turns((*entry, "max_turns"), case["max_turns"])
             if expect.multi_turn and len(expect.calls) > turns:
-                self.fail(
+                fail(
                     (*entry, "max_turns"),
                     f"the sequence has {len(expect.calls)} calls but the loop stops after "
                     f"{turns} turns",
@@ -825,12 +830,12 @@ class _SuiteReader:
             canary = case.get("canary")
             if canary is not None:
                 if canary not in CANARY_KINDS:
-                    self.fail(
+                    fail(
                         (*entry, "canary"),
                         f"unknown canary {_describe(canary)}; use {_one_of(CANARY_KINDS)}",
                     )
                 if (canary == "no_tool") != (expect.kind == "no_call"):
-                    self.fail(
+                    fail(
                         (*entry, "canary"),
                         "a `no_tool` canary expects `no_call: true`; a `needs_tool` canary "
                         "expects a call",
