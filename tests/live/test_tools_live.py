@@ -217,3 +217,29 @@ def test_tool_description_workflow_stale_rerecord_gate(
     assert replay.ret == (0 if report["gate"]["decision"] == "pass" else 1)
     accepted, accepted_report = run(pytester, "--update-baseline", *slice_)
     assert accepted.ret == 0 and accepted_report["gate"]["decision"] == "updated"
+
+
+def test_shipped_tool_suite_slice_through_openai_on_llama_server(
+    pytester: pytest.Pytester, real_llama_server: Any
+) -> None:
+    """The shipped suite as the model really answers (no recipe), over --api openai."""
+    cases = pytester.path / "cases"
+    (cases / "prompts").mkdir(parents=True)
+    shutil.copy(ROOT / "cases" / "tools.yaml", cases / "tools.yaml")
+    shutil.copytree(ROOT / "cases" / "tools", cases / "tools")
+    shutil.copy(ROOT / "cases" / "prompts" / "coding-assistant.md", cases / "prompts")
+    pytester.makeini(
+        "[pytest]\ncardprobe_models = smollm2:135m\n"
+        f"cardprobe_servers = {real_llama_server.base_url}\ncardprobe_api = openai\n"
+    )
+    slice_ = ("-k", "readme or capital or find_then_read", "--condition", "cold", "--samples", "1")
+    live, live_report = run(pytester, "--live", *slice_)
+    assert live.ret == 0, live.stdout.str()
+    assert len(live_report["tests"]) == 3
+    for test in live_report["tests"]:
+        (sample,) = test["samples"]
+        assert sample["route"] in ("tool_calls", "recovered", "content")
+        assert sample["turns"] >= 1
+    replay, replay_report = run(pytester, "--server", CLOSED_PORT, *slice_)
+    assert replay.ret == 0, replay.stdout.str()
+    assert verdicts(replay_report) == verdicts(live_report)

@@ -67,6 +67,11 @@ def test_replay_prints_the_call_scoreboard_and_canary(tools_project: pytest.Pyte
             "canary tools/smollm2:135m: *needs_tool called */8, no_tool abstained */8 samples",
         ]
     )
+    # The same under xdist: results and canary cross workers as plain data.
+    parallel, parallel_data = run(tools_project, "-n", "2")
+    assert parallel.ret == 0, parallel.stdout.str()
+    assert parallel_data["arms"] == data["arms"]
+    parallel.stdout.fnmatch_lines(["canary tools/smollm2:135m: *"])
 
 
 def test_a_tool_edit_makes_the_suite_stale_naming_tools(tools_project: pytest.Pytester) -> None:
