@@ -242,3 +242,19 @@ class TestLoop:
         record = runtime.ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
         assert len(client.asked) == 3 and record.turns == 3
         assert record.failure == "loop_limit" and not record.passed
+
+    def test_infra_mid_loop_leaves_the_sample_unscored(self, tmp_path: object) -> None:
+        from pytest_cardprobe.suite.request import build_request
+        from pytest_cardprobe.wire.client import InfraError
+
+        class Failing(_ScriptedClient):
+            def chat(self, request: object) -> ChatReply:
+                if self.asked:
+                    raise InfraError("HTTP 503 from server: queue full")
+                return super().chat(request)
+
+        client = Failing(ChatReply("", tool_calls=(ToolCall("read_file", {"path": "a"}),)))
+        probe = _loop_probe(tmp_path, 5)
+        record = self.runtime(client).ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        assert record.failure == "infra" and record.route is None
+        assert record.label.startswith("infra: HTTP 503")
