@@ -341,3 +341,42 @@ def test_expectation_mistakes_name_the_case_id(tmp_path: Path) -> None:
     assert err.key == "cases[3].expect.calls"
     assert err.problem.startswith("case 'late': two expectations")
     assert str(err).startswith(f"{tmp_path / 'calls.yaml'}:")
+
+
+def test_json_schema_covers_call_suites() -> None:
+    import jsonschema
+    import yaml
+
+    from pytest_cardprobe.suite.loader import SCHEMA_PATH
+
+    root = Path(__file__).resolve().parents[2]
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    shipped = yaml.safe_load((root / "cases" / "tools.yaml").read_text())
+    assert list(validator.iter_errors(shipped)) == []
+    assert load_suite(root / "cases" / "tools.yaml").cases  # and the loader agrees
+    for bad in (
+        {"call": "read_file", "no_call": True},  # two expectations
+        {"call": "read_file", "args": {"path": {"regexp": "x"}}},  # unknown matcher
+        {"no_call": True, "ordered": True},  # ordered belongs to calls
+    ):
+        doc = {**shipped, "cases": [{"id": "a", "prompt": "p", "expect": bad}]}
+        assert list(validator.iter_errors(doc)), bad
+    card_keys = {**shipped, "vocabulary": ["TextBlock"]}
+    assert list(validator.iter_errors(card_keys))
+
+
+def test_shipped_tool_suite_shape() -> None:
+    suite = load_suite(Path(__file__).resolve().parents[2] / "cases" / "tools.yaml")
+    kinds = [c.expect.kind for c in suite.cases if c.expect]
+    assert len(suite.cases) >= 24 and suite.conditions == ("cold", "history")
+    assert len(suite.tools) >= 6 and kinds.count("no_call") >= 6
+    assert kinds.count("sequence") >= 4 and all(
+        c.results for c in suite.cases if c.expect and c.expect.multi_turn
+    )
+    assert kinds.count("calls") >= 2
+    assert [c.canary for c in suite.cases if c.canary].count("needs_tool") >= 2
+    assert [c.canary for c in suite.cases if c.canary].count("no_tool") >= 2
+    assert lint_tools(suite.tools, suite.tools_file or suite.path) == []
+    # `-k call` / `-k cold` must select the channel and condition, not a case by accident.
+    for case in suite.cases:
+        assert not any(word in case.id for word in ("call", "cold", "history")), case.id
