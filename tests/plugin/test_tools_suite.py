@@ -60,8 +60,8 @@ def test_replay_prints_the_call_scoreboard_and_canary(tools_project: pytest.Pyte
     assert all(a["scored"] == 26 for a in arms.values())
     result.stdout.fnmatch_lines(
         [
-            "suite*model*channel*condition*passed*adoption*recovered*args_as_string*declined*"
-            "over_call*wrong_tool*",
+            # Columns come from the data: the shipped recording never calls, so no adoption.
+            "suite*model*channel*condition*passed*declined*gate",
             "tools*smollm2:135m*call*cold*/26*",
             "tools*smollm2:135m*call*history*/26*",
             "canary tools/smollm2:135m: *needs_tool called */8, no_tool abstained */8 samples",
@@ -124,5 +124,10 @@ def test_gate_passes_with_a_warning_on_one_lost_case(tools_project: pytest.Pytes
     assert result.ret == 0, result.stdout.str()
     assert data["gate"]["decision"] == "pass"
     result.stdout.fnmatch_lines(
-        ["*warning: tools/smollm2:135m/call/cold: pass -> fail within the floor: capital*"]
+        [
+            "suite*model*channel*condition*passed*adoption*declined*over_call*gate",
+            "tools*smollm2:135m*call*cold*7/26*-1*2/2 100%*warning",
+            "*warning: tools/smollm2:135m/call/cold: pass -> fail within the ±1 noise floor: "
+            "capital*",
+        ]
     )

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pytest_cardprobe.judge.call import ModelTurn
 from pytest_cardprobe.runtime import feedback_messages
 from pytest_cardprobe.score.aggregate import aggregate, canaries
-from pytest_cardprobe.score.gate import GateSettings, baseline_data, decide
-from pytest_cardprobe.score.report import scoreboard_lines
+from pytest_cardprobe.score.baseline import BaselineError, baseline_document, parse_baseline
+from pytest_cardprobe.score.gate import CanaryChange, GateSettings, decide
+from pytest_cardprobe.score.report import markdown, scoreboard_lines
 from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.types import ChatReply, ProbeResult, SampleRecord, ToolCall
 
@@ -97,7 +100,7 @@ class TestCallArms:
         assert arm.adoption == 0.5  # 1 structured of the 2 samples that called at all
         assert arm.args_as_string == 1
         assert arm.to_dict()["args_as_string"] == 1
-        lines = scoreboard_lines([arm])
+        lines = scoreboard_lines([arm], None)
         assert lines[0].split()[:9] == [
             "suite", "model", "channel", "condition", "passed", "adoption", "recovered",
             "args_as_string", "declined",
@@ -147,17 +150,25 @@ class TestCanary:
 
     def test_a_changed_canary_is_a_gate_regression(self) -> None:
         before = self.run(True, False)
-        base = baseline_data(aggregate(before), before, canaries(before))
-        assert base["canary"] == {"tools/m": "supported"}
+        document = baseline_document(aggregate(before), before, canaries(before))
+        assert document["canary"] == {"tools/m": "supported"}
+        base = parse_baseline(json.loads(json.dumps(document)), "baseline")
+        assert base.canary == {"tools/m": "supported"}
         now = self.run(False, False)  # loses one case: within the floor of 1 ...
-        gate = decide(aggregate(now), now, base, GateSettings(noise_floor=1), canaries(now))
-        assert gate["decision"] == "fail"  # ... but the canary moved
-        assert gate["regressions"] == [
+        arms = aggregate(now)
+        gate = decide(arms, now, base, GateSettings(noise_floor=1), canaries(now))
+        assert gate.decision == "fail"  # ... but the canary moved
+        assert gate.canary_changes == [CanaryChange("tools/m", "supported", "supportedButDeclines")]
+        assert gate.regressions == [
             "canary tools/m: supported -> supportedButDeclines; accept it with "
             "--update-baseline if intended"
         ]
+        assert gate.to_dict()["canary"] == {"tools/m": "supportedButDeclines"}
+        lines = scoreboard_lines(arms, gate)
+        assert "canary tools/m: supportedButDeclines — needs_tool called 0/1, " in "\n".join(lines)
+        assert "### Canaries" in markdown(arms, gate)
         same = decide(aggregate(before), before, base, GateSettings(), canaries(before))
-        assert same["decision"] == "pass"
+        assert same.decision == "pass" and not same.canary_changes
 
 
 class _ScriptedClient:
@@ -258,3 +269,9 @@ class TestLoop:
         record = self.runtime(client).ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
         assert record.failure == "infra" and record.route is None
         assert record.label.startswith("infra: HTTP 503")
+
+
+def test_a_baseline_canary_with_an_unknown_verdict_names_the_key() -> None:
+    document = {"format": 1, "arms": {}, "canary": {"tools/m": "maybe"}}
+    with pytest.raises(BaselineError, match=r"baseline x\.json: key canary\.tools/m must be one"):
+        parse_baseline(document, "baseline x.json")
