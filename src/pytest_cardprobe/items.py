@@ -51,13 +51,14 @@ def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
         elif path.is_dir():
             candidates = (
                 p
-                for p in sorted(path.rglob("*.y*ml"))
+                for p in sorted(path.rglob("*"))
+                if p.suffix.lower() in (".yaml", ".yml") and p.is_file()
                 if not _SKIPPED_DIRS & set(p.relative_to(path).parts)
             )
         else:
             continue
         for candidate in candidates:
-            if candidate.suffix in (".yaml", ".yml") and is_suite_file(candidate):
+            if is_suite_file(candidate):
                 yield candidate
 
 
@@ -65,18 +66,38 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
     """Load every suite up front; the problems a run over ``args`` would stop on."""
     errors = []
     found = False
+    names: dict[str, Path] = {}
     for path in suite_files_under(args, root):
         found = True
         try:
-            load_suite(path, known_judges=state.judge_names())
+            suite = load_suite(path, known_judges=state.judge_names(), limits=state.limits)
         except SuiteError as exc:
             errors.append(str(exc))
+            continue
+        clash = same_name(names, suite.name, path)
+        if clash:
+            errors.append(clash)
     if found and not state.settings.models:
         errors.append(
             "no model to probe — pass --model NAME (repeatable) or set "
             "cardprobe_models in [tool.pytest.ini_options]"
         )
     return errors
+
+
+def same_name(names: dict[str, Path], name: str, path: Path) -> str | None:
+    """Note that suite ``name`` lives in ``path``; the error when another file took it first.
+
+    Two suites with one name would share cassette folders and baseline arms, so recording
+    one would overwrite the other's cassettes.
+    """
+    first = names.setdefault(name, path)
+    if first == path:
+        return None
+    return (
+        f"{path}: name: suite name {name!r} is already used by {first}; "
+        "two suites with one name would share cassettes and baseline arms — rename one"
+    )
 
 
 class ProbeFailed(Exception):
@@ -96,9 +117,13 @@ class SuiteFile(pytest.File):
 
         state = get_state(self.config)
         try:
-            suite = load_suite(self.path, known_judges=state.judge_names())
+            suite = load_suite(self.path, known_judges=state.judge_names(), limits=state.limits)
         except SuiteError as exc:
             state.collect_errors.append(str(exc))
+            return
+        clash = same_name(state.suite_names, suite.name, self.path)
+        if clash:
+            state.collect_errors.append(clash)
             return
         settings = state.settings
         if not settings.models:

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from pytest_cardprobe import options
+from pytest_cardprobe.files import MB
 from pytest_cardprobe.fixture import Cardprobe
 from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples
 from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import ProbeResult, escape_controls
 
 REPORT_ATTR = "cardprobe"
 
@@ -57,7 +58,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     """YAML files whose top-level mapping has ``cardprobe: 1`` are suites."""
     from pytest_cardprobe.suite.loader import is_suite_file
 
-    if file_path.suffix in (".yaml", ".yml") and is_suite_file(file_path):
+    if file_path.suffix.lower() in (".yaml", ".yml") and is_suite_file(
+        file_path, int(get_state(parent.config).settings.max_file_mb * MB)
+    ):
         return SuiteFile.from_parent(parent, path=file_path)
     return None
 
@@ -108,7 +111,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         lines = [f"{len(failures)} of {n} samples failed; {failures[0].splitlines()[0]}", *failures]
         if probe is not None and probe.samples:
             lines.append(probe.result("failed").describe())
-        pytest.fail("\n".join(lines), pytrace=False)
+        pytest.fail(escape_controls("\n".join(lines)), pytrace=False)
     return True
 
 

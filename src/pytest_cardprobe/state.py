@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cardprobe.files import MB
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.runtime import Runtime
 from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.suite.loader import SuiteLimits
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import backend_for
 
@@ -27,6 +30,8 @@ class CardprobeState:
     other_failures: list[str] = field(default_factory=list)
     report: dict[str, Any] | None = None
     summary: list[str] = field(default_factory=list)
+    suite_names: dict[str, Path] = field(default_factory=dict)
+    _limits: SuiteLimits | None = None
     _runtime: Runtime | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
 
@@ -47,7 +52,11 @@ class CardprobeState:
 
             self._runtime = Runtime(
                 self.settings,
-                backend_for(self.settings.live),
+                backend_for(
+                    self.settings.live,
+                    max_bytes=int(self.settings.max_file_mb * MB),
+                    redact=self.settings.redact_fields,
+                ),
                 server_index=index,
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
                     request=request, probe=probe, config=self.config
@@ -55,6 +64,15 @@ class CardprobeState:
                 rerecord_hint=hint,
             )
         return self._runtime
+
+    @property
+    def limits(self) -> SuiteLimits:
+        """What suites of this run may read (roots, size cap) and ask for (samples)."""
+        if self._limits is None:
+            from pytest_cardprobe.guard import suite_limits
+
+            self._limits = suite_limits(self.config, self.settings)
+        return self._limits
 
     def judge_names(self) -> JudgeNames:
         """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""

@@ -8,6 +8,7 @@ because they travel from xdist workers to the controller.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -104,6 +105,15 @@ class Verdict:
 
 REPLY_SHOWN = 400  # characters of a raw reply kept in reports
 
+# C0 and C1 control characters but newline and tab, and the Unicode line/paragraph/bidi
+# controls a terminal or CI log would act on (an ESC sequence can rewrite a log).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters shown as escapes (``\\x1b``) instead of acted on."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
 
 def trim(text: str, limit: int = REPLY_SHOWN) -> str:
     """``text`` cut to ``limit`` characters with a marker saying how much was dropped."""
@@ -197,7 +207,10 @@ class ProbeResult:
         return cls(**fields)
 
     def headline(self) -> str:
-        """One line for pytest's short test summary: what went wrong first."""
+        """One line for pytest's short test summary: what went wrong first (escaped)."""
+        return escape_controls(self._headline())
+
+    def _headline(self) -> str:
         if self.message:
             return f"{self.status}: {self.message}"
         failed = [s for s in self.samples if not s.passed]
@@ -210,8 +223,14 @@ class ProbeResult:
         )
 
     def describe(self) -> str:
-        """The failure report: every sample's label, route and trimmed raw reply."""
-        lines = [self.headline()]
+        """The failure report: every sample's label, route and trimmed raw reply.
+
+        Model text is printed with control characters escaped.
+        """
+        return escape_controls(self._describe())
+
+    def _describe(self) -> str:
+        lines = [self._headline()]
         total = len(self.samples)
         for s in self.samples:
             mark = "pass" if s.passed else "FAIL"
