@@ -8,11 +8,14 @@ reports) are checked before the first test runs, so a typo costs seconds, not a 
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from pytest_cardprobe.files import MB
+from pytest_cardprobe.files import MB, inside
+from pytest_cardprobe.score.gate import BaselineError, load_baseline
 from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
 
@@ -41,3 +44,80 @@ def suite_limits(config: pytest.Config, settings: Settings) -> SuiteLimits:
         max_bytes=int(settings.max_file_mb * MB),
         max_samples=settings.max_samples,
     )
+
+
+def _writable_problem(path: Path) -> str | None:
+    """Why a file could not be written at ``path``, found by trying, or None.
+
+    The nearest existing folder gets a temporary file that is removed at once: permission
+    bits alone do not tell (root ignores them, read-only mounts and /proc do not).
+    """
+    if path.is_dir():
+        return "is a directory"
+    if path.exists() and not path.is_file():
+        return "exists and is not a regular file"
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"cannot be created: {folder} is a file, not a folder"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cardprobe-check.", dir=folder)
+    except OSError as exc:
+        return f"cannot be written in {folder}: {exc.strerror or exc}"
+    os.close(fd)
+    os.unlink(tmp)
+    return None
+
+
+def _outside(path: Path, config: pytest.Config) -> bool:
+    return not inside(path, [Path(str(config.rootpath))])
+
+
+def check_outputs(config: pytest.Config, settings: Settings) -> list[str]:
+    """Problems with where this run would write, or read its baseline from; [] when none.
+
+    Called at configure time, before any test runs. A path typed on the command line may be
+    anywhere; one from an ini key must stay inside the project (rootdir).
+    """
+    opt = config.option
+    errors: list[str] = []
+    named = {
+        "cardprobe_cassette_dir": (
+            settings.cassette_dir,
+            opt.cardprobe_cassette_dir,
+            "--cassette-dir",
+        ),
+        "cardprobe_baseline": (settings.baseline, opt.cardprobe_baseline, "--baseline"),
+    }
+    for key, (path, typed, flag) in named.items():
+        if typed is None and _outside(path, config):
+            errors.append(
+                f"ini key {key}: {path} is outside the project ({config.rootpath}); "
+                f"use a path inside it, or give {flag} on the command line to mean it"
+            )
+    cassettes = settings.cassette_dir
+    if cassettes.exists() and not cassettes.is_dir():
+        errors.append(f"cassette folder {cassettes} (--cassette-dir) is not a folder")
+    if settings.live and not errors:
+        problem = _writable_problem(cassettes / ".probe")
+        if problem:
+            errors.append(f"cassette folder {cassettes} (--cassette-dir): {problem}")
+    baseline = settings.baseline
+    try:
+        load_baseline(baseline, int(settings.max_file_mb * MB))
+    except BaselineError as exc:
+        errors.append(f"{exc} (--baseline / ini cardprobe_baseline)")
+    if settings.update_baseline:
+        problem = _writable_problem(baseline)
+        if problem:
+            errors.append(f"baseline {baseline} (--baseline with --update-baseline): {problem}")
+    for flag, report in (
+        ("--cardprobe-json", settings.json_report),
+        ("--cardprobe-md", settings.md_report),
+    ):
+        if report is not None:
+            problem = _writable_problem(report)
+            if problem:
+                errors.append(f"{flag} {report}: {problem}")
+    return errors

@@ -42,6 +42,11 @@ def pytest_configure(config: pytest.Config) -> None:
     state = CardprobeState(config, options.resolve_settings(config))
     config.stash[STATE_KEY] = state
     if not hasattr(config, "workerinput"):
+        from pytest_cardprobe.guard import check_outputs
+
+        problems = check_outputs(config, state.settings)
+        if problems:
+            raise pytest.UsageError("\n".join(problems))
         config.pluginmanager.register(ResultCollector(state), "cardprobe-results")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(state), "cardprobe-xdist")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +20,21 @@ from pytest_cardprobe.score.gate import (
 from pytest_cardprobe.score.report import json_report, markdown, scoreboard_lines
 from pytest_cardprobe.state import CardprobeState
 
-GATE_OWNED = ("failed", "infra")  # model behaviour and unscored calls: the gate judges these
+GATE_OWNED = ("failed", "infra")
+
+
+def _append(path: str, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _written(what: str, path: Path, write: Callable[[], None]) -> str | None:
+    """Run ``write``; the one-line reason when it failed, else None."""
+    try:
+        write()
+    except OSError as exc:
+        return f"cannot write the {what} to {path}: {exc.strerror or exc}"
+    return None  # model behaviour and unscored calls: the gate judges these
 
 
 def finish(session: pytest.Session, state: CardprobeState) -> None:
@@ -29,10 +45,15 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     arms = aggregate(suite_results)
     lines: list[str] = []
     gate: dict[str, Any] | None = None
+    write_failed: str | None = None
     if arms:
         baseline_path = settings.baseline
         if settings.update_baseline:
-            write_baseline(baseline_path, arms, suite_results)
+            write_failed = _written(
+                "baseline",
+                baseline_path,
+                lambda: write_baseline(baseline_path, arms, suite_results),
+            )
             gate = {
                 "decision": "updated",
                 "summary": f"baseline written to {baseline_path.name} for {len(arms)} arm(s)",
@@ -86,17 +107,32 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
         lines.append(f"{len(errors)} probe test(s) errored (not recorded, stale or server error)")
     state.summary = lines
 
+    # Each output on its own: one that cannot be written is one line, and the others are
+    # still written (the run may have taken many minutes of live calls).
+    failed_writes = [write_failed] if arms and settings.update_baseline else []
     tests = [r.to_dict() for r in state.results]
-    if settings.json_report:
-        write_atomically(settings.json_report, json_report(arms, tests, gate))
-    if arms and (settings.md_report or os.environ.get("GITHUB_STEP_SUMMARY")):
-        text = markdown(arms, gate)
-        if settings.md_report:
-            write_atomically(settings.md_report, text)
-        step = os.environ.get("GITHUB_STEP_SUMMARY")
+    json_path = settings.json_report
+    if json_path:
+        text = json_report(arms, tests, gate)
+        failed_writes.append(
+            _written("JSON report", json_path, lambda: write_atomically(json_path, text))
+        )
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    md_path = settings.md_report
+    if arms and (md_path or step):
+        md = markdown(arms, gate)
+        if md_path:
+            failed_writes.append(
+                _written("Markdown report", md_path, lambda: write_atomically(md_path, md))
+            )
         if step:
-            with open(step, "a", encoding="utf-8") as handle:
-                handle.write(text)
+            problem = _written("$GITHUB_STEP_SUMMARY", Path(step), lambda: _append(step, md))
+            if problem:
+                state.summary.append(f"warning: {problem}")
+    for problem in filter(None, failed_writes):
+        state.summary.append(f"ERROR: {problem}")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     report = {"arms": [a.to_dict() for a in arms], "gate": gate}
     state.report = report
     config.hook.pytest_cardprobe_report(report=report, config=config)

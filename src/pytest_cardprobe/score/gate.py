@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.files import (
+    DEFAULT_MAX_FILE_MB,
+    MB,
+    FileRefused,
+    read_capped,
+    write_atomically,
+)
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.types import ProbeResult
 
@@ -70,17 +76,30 @@ def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[Probe
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def load_baseline(path: Path) -> dict[str, Any] | None:
-    """The baseline at ``path``, or None when there is none."""
+def load_baseline(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> dict[str, Any] | None:
+    """The baseline at ``path``, checked key by key, or None when there is none.
+
+    Every problem is a :class:`BaselineError` naming the file and the key, so a hand-edited
+    or merge-mangled baseline stops the run before the first test, not after the last.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_capped(path, max_bytes)
     except FileNotFoundError:
         return None
+    except FileRefused as exc:
+        raise BaselineError(f"baseline {path} {exc}") from None
     except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BaselineError(
+            f"baseline {path} is not UTF-8 text (binary?): {exc.reason} at byte {exc.start}; "
+            "restore it from version control or regenerate it with --update-baseline"
+        ) from None
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
         raise BaselineError(
@@ -89,7 +108,45 @@ def load_baseline(path: Path) -> dict[str, Any] | None:
         )
     if not isinstance(data.get("arms"), dict):
         raise BaselineError(f"baseline {path}: key 'arms' must be a mapping")
+    problem = _baseline_problem(data["arms"])
+    if problem:
+        raise BaselineError(
+            f"baseline {path}: {problem}; fix it or regenerate it with --update-baseline"
+        )
     return data
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _baseline_problem(arms: dict[str, Any]) -> str | None:
+    """The first key of a baseline's ``arms`` that does not have the shape the gate reads."""
+    for arm_id, arm in arms.items():
+        at = f"arms[{arm_id!r}]"
+        if not isinstance(arm, dict):
+            return f"{at} must be a mapping, got {type(arm).__name__}"
+        for key in ("suite", "model", "channel", "condition"):
+            if key in arm and not isinstance(arm[key], str):
+                return f"{at}.{key} must be a string, got {arm[key]!r}"
+        for key in ("passed", "cases", "calls", "tool_calls"):
+            if key in arm and not _count(arm[key]):
+                return f"{at}.{key} must be a whole number >= 0, got {arm[key]!r}"
+        verdicts = arm.get("verdicts", {})
+        if not isinstance(verdicts, dict):
+            return f"{at}.verdicts must be a mapping of case id to verdict, got {verdicts!r}"[:300]
+        for case, verdict in verdicts.items():
+            where = f"{at}.verdicts[{case!r}]"
+            if not isinstance(verdict, dict):
+                return f"{where} must be a mapping, got {verdict!r}"[:300]
+            if not isinstance(verdict.get("passed"), bool):
+                return f"{where}.passed must be true or false, got {verdict.get('passed')!r}"
+            if "label" in verdict and not isinstance(verdict["label"], str):
+                return f"{where}.label must be a string, got {verdict['label']!r}"
+            for key in ("calls", "tool_calls"):
+                if key in verdict and not _count(verdict[key]):
+                    return f"{where}.{key} must be a whole number >= 0, got {verdict[key]!r}"
+    return None
 
 
 @dataclass

@@ -221,7 +221,7 @@ def _sniff_text(raw: bytes) -> str:
     """
     if b"\x00" in raw:
         raw = raw.replace(b"\x00", b"")
-    return raw.decode("latin-1")
+    return raw.lstrip(b"\xef\xbb\xbf\xff\xfe").decode("latin-1")
 
 
 def is_suite_file(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> bool:
@@ -299,6 +299,15 @@ def decode_utf8(path: Path, raw: bytes, what: str, key: str | None = None) -> st
     for bom, name in _BOMS:
         if raw.startswith(bom):
             raise SuiteError(path, f"{what} is encoded as {name}; save it as UTF-8", key)
+    if b"\x00" in raw:
+        # ASCII spread over NUL bytes is valid UTF-8, and YAML would complain about the NULs.
+        raise SuiteError(
+            path,
+            f"{what} is not UTF-8 text: it holds NUL bytes (UTF-16 or UTF-32 without a "
+            "byte-order mark?); save it as UTF-8",
+            key,
+            raw[: raw.index(b"\x00")].count(b"\n") + 1,
+        )
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

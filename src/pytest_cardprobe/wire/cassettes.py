@@ -125,7 +125,8 @@ def safe_model_name(model: str) -> str:
 def _below(root: Path, *parts: str) -> Path:
     path = root.joinpath(*parts)
     # path_part makes this impossible; the check is the last line of defence if it changes.
-    if not path.resolve().is_relative_to(root.resolve()):
+    # The folder is resolved, not the file: a cassette may be a link the user made.
+    if not path.parent.resolve().is_relative_to(root.resolve()) or path.name in ("", ".", ".."):
         raise CassetteProblem(f"cassette path {path} would leave the cassette folder {root}")
     return path
 
