@@ -513,15 +513,18 @@ class ChatClient:
         import httpx
 
         path, body = self.payload(request)
+        timeout = self.settings.timeout
         try:
-            response = self._http.post(path, json=body)
+            status, content, sent = self._post(path, body, time.monotonic() + timeout)
         except httpx.TimeoutException as exc:
-            raise InfraError(f"timed out after {self.settings.timeout:g}s: {exc!r}") from exc
+            raise InfraError(f"timed out after {timeout:g}s: {exc!r}") from exc
         except httpx.TransportError as exc:
             raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
-        if response.status_code >= 400:
-            raise classify_http_error(response, request.model)
-        text = response.text
+        if status >= 400:
+            raise classify_http_error(
+                httpx.Response(status, content=content, request=sent), request.model
+            )
+        text = content.decode("utf-8", "replace")
         problem = reply_problem(self.settings.api, self.settings.stream, text)
         if problem:
             # Not model behaviour: a server (or proxy) that sent something else than a reply.
@@ -535,6 +538,27 @@ class ChatClient:
         if self.settings.api == "openai":
             return parse_openai_reply(data)
         return parse_ollama_reply(data)
+
+    def _post(
+        self, path: str, body: dict[str, Any], deadline: float
+    ) -> tuple[int, bytes, httpx.Request]:
+        """POST and read the whole reply by ``deadline``.
+
+        httpx's timeout bounds each read, so a server that drips a byte at a time would
+        never time out; the deadline bounds the whole reply.
+        """
+        import httpx
+
+        with self._http.stream("POST", path, json=body) as response:
+            chunks: list[bytes] = []
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(
+                        f"the reply was still arriving after {self.settings.timeout:g}s",
+                        request=response.request,
+                    )
+            return response.status_code, b"".join(chunks), response.request
 
     def capabilities(self, model: str) -> list[str] | None:
         """Ollama ``/api/show`` capabilities of ``model``; ``None`` when the server cannot say."""
