@@ -83,10 +83,9 @@ class FaultProxy:
             except (OSError, ValueError):
                 return
             self.seen.append(f"{fault} {path}")
-            try:
+            # OSError: the client gave up (its timeout); nothing more to do.
+            with contextlib.suppress(OSError):
                 self._answer(conn, fault, method, path, headers, body)
-            except OSError:
-                pass  # the client gave up (timeout): nothing more to do
 
     def _answer(
         self,
@@ -134,7 +133,9 @@ class FaultProxy:
         self, method: str, path: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, str, str, bytes]:
         parts = urllib.parse.urlsplit(self.upstream)
-        upstream = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=600)
+        upstream = http.client.HTTPConnection(
+            parts.hostname or "127.0.0.1", parts.port, timeout=600
+        )
         try:
             sent = {k: v for k, v in headers.items() if k.lower() in ("content-type", "accept")}
             upstream.request(method, path, body=body, headers=sent)

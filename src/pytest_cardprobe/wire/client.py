@@ -507,7 +507,8 @@ class ChatClient:
             except InfraError as exc:
                 last = exc
         assert last is not None
-        raise InfraError(f"{last} (after {self.settings.retries + 1} attempts)")
+        # The count first: labels are cut to one line, and it says retries were made.
+        raise InfraError(f"after {self.settings.retries + 1} attempts: {last}")
 
     def _chat_once(self, request: ChatRequest) -> ChatReply:
         import httpx
@@ -518,6 +519,8 @@ class ChatClient:
             status, content, sent = self._post(path, body, time.monotonic() + timeout)
         except httpx.TimeoutException as exc:
             raise InfraError(f"timed out after {timeout:g}s: {exc!r}") from exc
+        except httpx.RemoteProtocolError as exc:
+            raise InfraError(f"broken reply from {self.shown_url}: {exc!r}") from exc
         except httpx.TransportError as exc:
             raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
         if status >= 400:
