@@ -33,6 +33,14 @@ def marker_samples(item: pytest.Item) -> int | None:
     if type(n) is not int or n < 1:
         shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
         raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
+    from pytest_cardprobe.state import get_state
+
+    most = get_state(item.config).settings.max_samples
+    if n > most:
+        raise pytest.UsageError(
+            f"{item.nodeid}: samples({n}) is more than the limit of {most} "
+            "(ini cardprobe_max_samples)"
+        )
     return n
 
 

@@ -19,9 +19,6 @@ import hashlib
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 from faultproxy import FaultProxy
+from killing import BLOCKING_CONFTEST, kill_during_write
 
 pytestmark = pytest.mark.live
 
@@ -178,54 +176,6 @@ def test_a_truncated_openai_reply_from_llama_server_is_infra(
     assert "Traceback" not in result.stdout.str()
 
 
-BLOCKING_CONFTEST = """
-import os
-import time
-from pathlib import Path
-
-_real_fsync = os.fsync
-
-
-def _blocking_fsync(fd):
-    # The temporary file is written, the rename has not happened: say so, then wait to be
-    # killed right there.
-    Path(os.environ["CARDPROBE_WRITE_MARK"]).write_text(str(os.getpid()))
-    time.sleep(120)
-    _real_fsync(fd)
-
-
-if os.environ.get("CARDPROBE_WRITE_MARK"):
-    os.fsync = _blocking_fsync
-"""
-
-
-def kill_during_write(pytester: pytest.Pytester, *args: str) -> None:
-    """Run pytest until it is writing a file (fsync blocks), then SIGKILL it."""
-    mark = pytester.path / "writing.mark"
-    env = {**os.environ, "CARDPROBE_WRITE_MARK": str(mark), "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "cases", *args],
-        cwd=pytester.path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while not mark.exists():
-            assert proc.poll() is None, "pytest ended before it wrote anything"
-            assert time.monotonic() < deadline, "pytest never started writing"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        assert proc.returncode == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        mark.unlink(missing_ok=True)
-
-
 def test_sigkill_during_a_live_recording_leaves_the_old_cassette_then_a_new_one(
     pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
@@ -234,7 +184,7 @@ def test_sigkill_during_a_live_recording_leaves_the_old_cassette_then_a_new_one(
     cassette = pytester.path / CASSETTE
     old = cassette.read_bytes()
     with live_lock():
-        kill_during_write(pytester, "--live", "--server", real_ollama.base_url, *ONE)
+        kill_during_write(pytester.path, "cases", "--live", "--server", real_ollama.base_url, *ONE)
     assert cassette.read_bytes() == old, "the cassette is not the old one after the kill"
     leftovers = list(cassette.parent.glob(f".{cassette.name}.*.tmp"))
     assert len(leftovers) == 1, "the kill did not land between writing and renaming"

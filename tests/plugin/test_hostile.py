@@ -898,3 +898,94 @@ def test_hostile_input(
     assert not Path("/tmp/cardprobe-hostile").exists()
     assert not Path("/tmp/cardprobe-hostile.json").exists()
     assert took < 60, f"took {took:.0f}s"
+
+
+# --------------------------------------------------------------------------- beyond the table
+
+
+def test_sigkill_during_update_baseline_leaves_the_old_baseline_then_a_new_one(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    from killing import BLOCKING_CONFTEST, kill_during_write
+
+    # An edited verdict, so that updating really changes the file.
+    arm(set_in(("verdicts", "date", "label"), "edited by hand"))(hostile_project)
+    (hostile_project / "conftest.py").write_text(BLOCKING_CONFTEST)
+    baseline_file = hostile_project / "cardprobe-baseline.json"
+    old = baseline_file.read_bytes()
+    kill_during_write(hostile_project, *ONE, "--update-baseline")
+    assert baseline_file.read_bytes() == old, "the baseline is not the old one after the kill"
+    assert len(list(hostile_project.glob(".cardprobe-baseline.json.*.tmp"))) == 1
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE, "--update-baseline")
+    assert result.ret == OK, result.stdout.str()
+    new = baseline_file.read_bytes()
+    assert new != old
+    assert json.loads(new)["arms"][ARM]["verdicts"]["date"]["label"] == "prose"
+    assert list(hostile_project.glob(".cardprobe-baseline.json.*.tmp")) == []
+
+
+def test_a_model_given_twice_runs_once_with_a_warning(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", *ONE, "--model", "smollm2:135m", "--model", "smollm2:135m"
+    )
+    out = result.stdout.str()
+    assert "'smollm2:135m' is given twice; its tests run once" in out
+    assert "1 failed, 99 deselected" in out or "1 passed, 99 deselected" in out, out
+
+
+def test_more_samples_than_the_limit_need_the_ini_key(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    suite("samples: 2", "samples: 150")(hostile_project)
+    assert pytester.runpytest("-p", "no:cacheprovider", *ONE).ret == USAGE
+    ini("cardprobe_max_samples = 200")(hostile_project)
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE)
+    # The cassette holds 2 replies, the suite now wants 150: stale, not a usage error.
+    assert result.ret == FAILED
+    assert "asked for more" in result.stdout.str()
+
+
+def test_a_samples_marker_above_the_limit_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ncardprobe_models = smollm2:135m\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.samples(1000)
+        def test_many():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == USAGE
+    assert "samples(1000) is more than the limit of 100" in result.stderr.str()
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_one_line_and_the_others_are_written(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    # The path is fine when the run starts; a directory takes its place while tests run.
+    (hostile_project / "conftest.py").write_text(
+        "import os\n\ndef pytest_sessionstart(session):\n    os.mkdir('out.json')\n"
+    )
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", *ONE, "--cardprobe-json", "out.json", "--cardprobe-md", "out.md"
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == FAILED, out
+    lines = [line for line in out.splitlines() if "cannot write the JSON report" in line]
+    assert len(lines) == 1 and "out.json" in lines[0], out
+    assert "Traceback" not in out
+    assert (hostile_project / "out.md").read_text().startswith("## cardprobe")
+
+
+def test_model_text_with_escape_sequences_is_shown_escaped(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    reply(set_in(("message", "content"), "plain \x1b[2J\x1b[31mred\x07 text\r"))(hostile_project)
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE)
+    out = result.stdout.str()
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+    assert "plain \\x1b[2J\\x1b[31mred\\x07 text\\r" in out
