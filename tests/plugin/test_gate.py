@@ -123,8 +123,9 @@ def test_unscored_infra_past_the_share_is_inconclusive(recorded: pytest.Pytester
 def test_bad_baseline_file_is_reported_and_fails(recorded: pytest.Pytester) -> None:
     (recorded.path / "cardprobe-baseline.json").write_text("{not json")
     result, _ = report(recorded, "-k", "date")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*ERROR: baseline*cardprobe-baseline.json is not valid JSON*"])
+    # Checked before the first test (issue 14), not after the last one.
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ERROR: baseline*cardprobe-baseline.json is not valid JSON*"])
 
 
 def test_update_baseline_is_stable_and_atomic(recorded: pytest.Pytester) -> None:
