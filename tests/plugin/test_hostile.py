@@ -989,3 +989,19 @@ def test_model_text_with_escape_sequences_is_shown_escaped(
     out = result.stdout.str()
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out
     assert "plain \\x1b[2J\\x1b[31mred\\x07 text\\r" in out
+
+
+def test_a_refused_server_ends_a_live_suite_in_seconds(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    before = _recordings(hostile_project)
+    started = time.monotonic()
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "cases", "-k", "prose", "--live", "--server", "127.0.0.1:9"
+    )
+    took = time.monotonic() - started
+    out = result.stdout.str()
+    assert result.ret == FAILED
+    assert "not asked again (unreachable earlier in this run)" in out
+    assert took < 30, f"50 tests against a closed port took {took:.0f}s"
+    assert _recordings(hostile_project) == before

@@ -53,6 +53,10 @@ class InfraError(ClientError):
     """Server error, timeout or refused connection: never the model's fault; retried."""
 
 
+class Unreachable(InfraError):
+    """Nothing answered at the server's address (connection refused, unknown host)."""
+
+
 class ModelNotFound(ClientError):
     """The server does not know the model (HTTP 404)."""
 
@@ -435,6 +439,7 @@ class ChatClient:
 
         self.settings = settings
         self._sleep = sleep
+        self.unreachable: str | None = None
         headers = dict(settings.headers)
         if settings.api_key:
             headers["Authorization"] = f"Bearer {settings.api_key}"
@@ -497,8 +502,18 @@ class ChatClient:
         return "/api/chat", body
 
     def chat(self, request: ChatRequest) -> ChatReply:
-        """Ask once; retry infra failures a bounded number of times with backoff."""
+        """Ask once; retry infra failures a bounded number of times with backoff.
+
+        A server that could not be reached on any attempt is not asked again in this
+        session: every later call fails at once instead of spending the retries again (a
+        suite against a stopped server ends in seconds, not minutes).
+        """
+        if self.unreachable:
+            raise InfraError(
+                f"not asked again (unreachable earlier in this run): {self.unreachable}"
+            )
         last: InfraError | None = None
+        refused = 0
         for attempt in range(self.settings.retries + 1):
             if attempt:
                 self._sleep(self.settings.backoff * 2 ** (attempt - 1))
@@ -506,7 +521,10 @@ class ChatClient:
                 return self._chat_once(request)
             except InfraError as exc:
                 last = exc
+                refused += isinstance(exc, Unreachable)
         assert last is not None
+        if refused == self.settings.retries + 1:
+            self.unreachable = str(last)
         # The count first: labels are cut to one line, and it says retries were made.
         raise InfraError(f"after {self.settings.retries + 1} attempts: {last}")
 
@@ -521,6 +539,8 @@ class ChatClient:
             raise InfraError(f"timed out after {timeout:g}s: {exc!r}") from exc
         except httpx.RemoteProtocolError as exc:
             raise InfraError(f"broken reply from {self.shown_url}: {exc!r}") from exc
+        except httpx.ConnectError as exc:
+            raise Unreachable(f"cannot reach {self.shown_url}: {exc!r}") from exc
         except httpx.TransportError as exc:
             raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
         if status >= 400:
