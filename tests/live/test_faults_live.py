@@ -83,7 +83,11 @@ def digest(path: Path) -> str:
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     out = pytester.path / f"report-{time.monotonic_ns()}.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", "cases", *args, f"--cardprobe-json={out}")
+    # A subprocess: in this process vcrpy, while it records, would also catch the proxy's
+    # own forwarding calls (it patches http.client) and write them into the cassette.
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "cases", *args, f"--cardprobe-json={out}"
+    )
     return result, json.loads(out.read_text()) if out.exists() else {}
 
 
