@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.files import MB, inside
-from pytest_cardprobe.score.gate import BaselineError, load_baseline
 from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
 
@@ -75,7 +74,7 @@ def _outside(path: Path, config: pytest.Config) -> bool:
 
 
 def check_outputs(config: pytest.Config, settings: Settings) -> list[str]:
-    """Problems with where this run would write, or read its baseline from; [] when none.
+    """Problems with where this run would write; [] when none.
 
     Called at configure time, before any test runs. A path typed on the command line may be
     anywhere; one from an ini key must stay inside the project (rootdir).
@@ -103,11 +102,9 @@ def check_outputs(config: pytest.Config, settings: Settings) -> list[str]:
         problem = _writable_problem(cassettes / ".probe")
         if problem:
             errors.append(f"cassette folder {cassettes} (--cassette-dir): {problem}")
+    # The baseline's content is read and checked once, by plugin.read_baseline; here only
+    # whether --update-baseline could write it.
     baseline = settings.baseline
-    try:
-        load_baseline(baseline, int(settings.max_file_mb * MB))
-    except BaselineError as exc:
-        errors.append(f"{exc} (--baseline / ini cardprobe_baseline)")
     if settings.update_baseline:
         problem = _writable_problem(baseline)
         if problem:
@@ -115,6 +112,7 @@ def check_outputs(config: pytest.Config, settings: Settings) -> list[str]:
     for flag, report in (
         ("--cardprobe-json", settings.json_report),
         ("--cardprobe-md", settings.md_report),
+        ("--cardprobe-html", settings.html_report),
     ):
         if report is not None:
             problem = _writable_problem(report)

@@ -16,7 +16,7 @@ from pytest_cardprobe.files import MB
 from pytest_cardprobe.fixture import Cardprobe
 from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples
 from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
-from pytest_cardprobe.types import ProbeResult, escape_controls
+from pytest_cardprobe.types import ProbeResult, escape_control
 
 REPORT_ATTR = "cardprobe"
 
@@ -40,16 +40,38 @@ def pytest_configure(config: pytest.Config) -> None:
         "samples(n): ask the model n times (n >= 1); the test passes only if every sample passes",
     )
     state = CardprobeState(config, options.resolve_settings(config))
-    config.stash[STATE_KEY] = state
-    if not hasattr(config, "workerinput"):
-        from pytest_cardprobe.guard import check_outputs
+    if not (config.option.help or config.option.version):
+        problems = read_baseline(state)
+        if not hasattr(config, "workerinput"):
+            from pytest_cardprobe.guard import check_outputs
 
-        problems = check_outputs(config, state.settings)
+            problems += check_outputs(config, state.settings)
         if problems:
             raise pytest.UsageError("\n".join(problems))
+    config.stash[STATE_KEY] = state
+    if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ResultCollector(state), "cardprobe-results")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(state), "cardprobe-xdist")
+
+
+def read_baseline(state: CardprobeState) -> list[str]:
+    """Read the baseline before any test runs; the problem (naming file and key), if any.
+
+    This is the only place the baseline is read and checked. Every process reads it (xdist
+    workers too): outcomes are decided where a test ran. ``--update-baseline`` replaces a
+    broken file, so there the problem is a note, not a usage error.
+    """
+    from pytest_cardprobe.score.baseline import BaselineError, load_baseline
+
+    settings = state.settings
+    try:
+        state.baseline = load_baseline(settings.baseline, int(settings.max_file_mb * MB))
+    except BaselineError as exc:
+        if not settings.update_baseline:
+            return [f"{exc} (--baseline / ini cardprobe_baseline)"]
+        state.baseline_notes.append(f"replacing a baseline that could not be read: {exc}")
+    return []
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -115,8 +137,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if failures:
         lines = [f"{len(failures)} of {n} samples failed; {failures[0].splitlines()[0]}", *failures]
         if probe is not None and probe.samples:
-            lines.append(probe.result("failed").describe())
-        pytest.fail(escape_controls("\n".join(lines)), pytrace=False)
+            full = pyfuncitem.config.get_verbosity() >= 2
+            lines.append(probe.result("failed").describe(full=full))
+        pytest.fail(escape_control("\n".join(lines), keep_newlines=True), pytrace=False)
     return True
 
 
@@ -140,7 +163,11 @@ FIXTURE_KEY = pytest.StashKey[Any]()
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Attach the test's result as plain data; it travels with the report across xdist."""
+    """Attach the test's result as plain data and show it against the baseline.
+
+    Runs where the test ran (an xdist worker included); the outcome and the result travel
+    with the report to the controller.
+    """
     report = yield
     if call.when != "call":
         return report
@@ -148,6 +175,7 @@ def pytest_runtest_makereport(
     if isinstance(item, ProbeItem):
         result = item.result
         if result is not None:
+            show_against_baseline(report, result, get_state(item.config))
             # item.user_properties reach --junitxml (through the teardown report) and xdist.
             for key, value in (
                 ("arm", result.arm_id),
@@ -162,6 +190,29 @@ def pytest_runtest_makereport(
     if result is not None:
         setattr(report, REPORT_ATTR, result.to_dict())
     return report
+
+
+def show_against_baseline(
+    report: pytest.TestReport, result: ProbeResult, state: CardprobeState
+) -> None:
+    """Turn a known failure into xfailed, a gain into XPASS, and mark a flip as one."""
+    from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, Outcome, outcome_of
+
+    outcome = outcome_of(result, state.baseline)
+    if outcome is None:
+        return
+    if state.config.option.runxfail and outcome.kind in (KNOWN, GAIN):
+        # pytest --runxfail: show known failures and gains as the model's plain verdict.
+        outcome = Outcome(result.status)
+    result.outcome = outcome.kind
+    if outcome.kind == KNOWN:
+        # What pytest's own xfail does; the reason stands in for the long failure report.
+        report.outcome, report.longrepr = "skipped", outcome.reason
+        report.wasxfail = outcome.reason
+    elif outcome.kind == GAIN:
+        report.wasxfail = outcome.reason
+    elif outcome.kind == FLIP:
+        report.longrepr = f"{outcome.reason}\n{report.longrepr}"
 
 
 class ResultCollector:
@@ -191,15 +242,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """Print the scoreboard (never on workers, only when there is something to say)."""
+    """Print the scoreboard and the gate (never on workers, only when there is something to say)."""
     if hasattr(config, "workerinput"):
         return
+    from pytest_cardprobe.score.report import scoreboard_lines
+
     state = get_state(config)
-    if not state.summary:
+    lines = scoreboard_lines(state.arms, state.gate, config.get_verbosity()) + state.summary
+    if not lines:
         return
     terminalreporter.write_sep("=", "cardprobe scoreboard")
-    for line in state.summary:
-        terminalreporter.write_line(line)
+    for line in lines:
+        # Labels can quote what a model wrote (element types, JSON errors): keep them inert.
+        terminalreporter.write_line(escape_control(line))
 
 
 class XdistHooks:

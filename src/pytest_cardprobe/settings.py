@@ -45,6 +45,7 @@ class Settings:
     update_baseline: bool = False
     json_report: Path | None = None
     md_report: Path | None = None
+    html_report: Path | None = None
     max_file_mb: float = 10.0
     max_samples: int = 100
     redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))

@@ -12,6 +12,9 @@ import pytest
 from pytest_cardprobe.files import MB
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.runtime import Runtime
+from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.baseline import Baseline
+from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
 from pytest_cardprobe.types import ProbeResult
@@ -30,6 +33,11 @@ class CardprobeState:
     other_failures: list[str] = field(default_factory=list)
     report: dict[str, Any] | None = None
     summary: list[str] = field(default_factory=list)
+    # The baseline read before the first test (every process reads it; outcomes need it).
+    baseline: Baseline | None = None
+    baseline_notes: list[str] = field(default_factory=list)
+    arms: list[ArmScore] = field(default_factory=list)
+    gate: Gate | None = None
     suite_names: dict[str, Path] = field(default_factory=dict)
     _limits: SuiteLimits | None = None
     _runtime: Runtime | None = None

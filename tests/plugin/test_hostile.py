@@ -13,6 +13,7 @@ import codecs
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -703,7 +704,7 @@ HOSTILE: list[Hostile] = [
         "baseline-format-2",
         baseline(set_in(("format",), 2)),
         USAGE,
-        ("cardprobe-baseline.json", "unknown format"),
+        ("cardprobe-baseline.json", "key 'format' must be 1"),
     ),
     Hostile(
         "baseline-arms-list",
@@ -715,37 +716,37 @@ HOSTILE: list[Hostile] = [
         "baseline-arm-a-list",
         baseline(lambda d: d["arms"].update({ARM: []})),
         USAGE,
-        ("cardprobe-baseline.json", f"arms['{ARM}'] must be a mapping"),
+        ("cardprobe-baseline.json", f"key arms.{ARM} must be a mapping"),
     ),
     Hostile(
         "baseline-verdicts-string",
         arm(set_in(("verdicts",), "all good")),
         USAGE,
-        ("cardprobe-baseline.json", ".verdicts must be a mapping"),
+        ("cardprobe-baseline.json", ".verdicts must be a mapping of case ids"),
     ),
     Hostile(
         "baseline-verdict-string",
         arm(set_in(("verdicts", "date"), "passed")),
         USAGE,
-        ("cardprobe-baseline.json", ".verdicts['date'] must be a mapping"),
+        ("cardprobe-baseline.json", ".verdicts.date must be a mapping"),
     ),
     Hostile(
         "baseline-passed-string",
         arm(set_in(("verdicts", "date", "passed"), "yes")),
         USAGE,
-        ("cardprobe-baseline.json", ".verdicts['date'].passed must be true or false"),
+        ("cardprobe-baseline.json", ".verdicts.date.passed must be true or false"),
     ),
     Hostile(
         "baseline-count-word",
         arm(set_in(("verdicts", "date", "calls"), "two")),
         USAGE,
-        ("cardprobe-baseline.json", ".verdicts['date'].calls must be a whole number"),
+        ("cardprobe-baseline.json", ".verdicts.date.calls must be an integer >= 0"),
     ),
     Hostile(
         "baseline-arm-count-word",
         arm(set_in(("passed",), "one")),
         USAGE,
-        ("cardprobe-baseline.json", ".passed must be a whole number"),
+        ("cardprobe-baseline.json", f"key arms.{ARM}.passed must be an integer >= 0"),
     ),
     Hostile(
         "baseline-directory",
@@ -932,7 +933,7 @@ def test_a_model_given_twice_runs_once_with_a_warning(
     )
     out = result.stdout.str()
     assert "'smollm2:135m' is given twice; its tests run once" in out
-    assert "1 failed, 99 deselected" in out or "1 passed, 99 deselected" in out, out
+    assert "99 deselected" in out and re.search(r"\b1 (failed|passed|xfailed)\b", out), out
 
 
 def test_more_samples_than_the_limit_need_the_ini_key(
@@ -985,10 +986,12 @@ def test_model_text_with_escape_sequences_is_shown_escaped(
     hostile_project: Path, pytester: pytest.Pytester
 ) -> None:
     reply(set_in(("message", "content"), "plain \x1b[2J\x1b[31mred\x07 text\r"))(hostile_project)
+    # A baseline pass, so the failure is a flip and pytest shows it (a known failure xfails).
+    arm(set_in(("verdicts", "date", "passed"), True))(hostile_project)
     result = pytester.runpytest("-p", "no:cacheprovider", *ONE)
     out = result.stdout.str()
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out
-    assert "plain \\x1b[2J\\x1b[31mred\\x07 text\\r" in out
+    assert "plain \\x1b[2J\\x1b[31mred\\x07 text\\x0d" in out
 
 
 def test_a_refused_server_ends_a_live_suite_in_seconds(
