@@ -33,6 +33,14 @@ def marker_samples(item: pytest.Item) -> int | None:
     if type(n) is not int or n < 1:
         shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
         raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
+    from pytest_cardprobe.state import get_state
+
+    most = get_state(item.config).settings.max_samples
+    if n > most:
+        raise pytest.UsageError(
+            f"{item.nodeid}: samples({n}) is more than the limit of {most} "
+            "(ini cardprobe_max_samples)"
+        )
     return n
 
 
@@ -51,13 +59,14 @@ def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
         elif path.is_dir():
             candidates = (
                 p
-                for p in sorted(path.rglob("*.y*ml"))
+                for p in sorted(path.rglob("*"))
+                if p.suffix.lower() in (".yaml", ".yml") and p.is_file()
                 if not _SKIPPED_DIRS & set(p.relative_to(path).parts)
             )
         else:
             continue
         for candidate in candidates:
-            if candidate.suffix in (".yaml", ".yml") and is_suite_file(candidate):
+            if is_suite_file(candidate):
                 yield candidate
 
 
@@ -67,15 +76,19 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
 
     errors = []
     found = False
+    names: dict[str, Path] = {}
     paths = [*suite_files_under(args, root), *map(builtin_suite_path, state.settings.suites)]
     state.suites_found += len(paths)
     for path in paths:
         found = True
         try:
-            suite = load_suite(path, known_judges=state.judge_names())
+            suite = load_suite(path, known_judges=state.judge_names(), limits=state.limits)
         except SuiteError as exc:
             errors.append(str(exc))
             continue
+        clash = same_name(names, suite.name, path)
+        if clash:
+            errors.append(clash)
         if state.settings.strict_tools:
             errors.extend(f"{f} (--strict-tools)" for f in tool_lint(suite))
     if found and not state.settings.models:
@@ -132,6 +145,21 @@ def tool_lint(suite: Suite) -> list[str]:
     return [str(f) for f in lint_tools(suite.tools, suite.tools_file or suite.path)]
 
 
+def same_name(names: dict[str, Path], name: str, path: Path) -> str | None:
+    """Note that suite ``name`` lives in ``path``; the error when another file took it first.
+
+    Two suites with one name would share cassette folders and baseline arms, so recording
+    one would overwrite the other's cassettes.
+    """
+    first = names.setdefault(name, path)
+    if first == path:
+        return None
+    return (
+        f"{path}: name: suite name {name!r} is already used by {first}; "
+        "two suites with one name would share cassettes and baseline arms — rename one"
+    )
+
+
 class ProbeFailed(Exception):
     """A probe that did not pass; carries the result for the failure report."""
 
@@ -150,9 +178,13 @@ class SuiteFile(pytest.File):
         state = get_state(self.config)
         state.suites_found += 1
         try:
-            suite = load_suite(self.path, known_judges=state.judge_names())
+            suite = load_suite(self.path, known_judges=state.judge_names(), limits=state.limits)
         except SuiteError as exc:
             state.collect_errors.append(str(exc))
+            return
+        clash = same_name(state.suite_names, suite.name, self.path)
+        if clash:
+            state.collect_errors.append(clash)
             return
         settings = state.settings
         findings = tool_lint(suite)

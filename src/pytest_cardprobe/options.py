@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +32,7 @@ def _bounded(
             value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} wants {wants}, got {text!r}") from None
-        if not ok(value):
+        if not math.isfinite(value) or not ok(value):
             raise argparse.ArgumentTypeError(f"{flag} wants {wants}, got {value:g}")
         return value
 
@@ -55,6 +57,56 @@ def positive_float(flag: str) -> type[float]:
 def share(flag: str) -> type[float]:
     """An argparse ``type=`` for a share between 0 and 1."""
     return _bounded(flag, float, "a number from 0 to 1", lambda v: 0 <= v <= 1)  # type: ignore[return-value]
+
+
+# Whitespace and control characters: a model name is one word, and it lands in file names,
+# test ids and terminal lines.
+_BAD_MODEL_CHARS = re.compile(r"[\s\x00-\x1f\x7f-\x9f\\]")
+
+
+def model_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a model name, or None.
+
+    Names like ``library/llama3`` or ``hf.co/org/repo:Q4`` are real Ollama names, so a
+    ``/`` between parts is fine; what looks like a path (empty, ``.``/``..`` parts, a
+    leading ``/``, a backslash) or holds control characters is refused.
+    """
+    if not name.strip():
+        return "is empty"
+    if _BAD_MODEL_CHARS.search(name):
+        return "holds whitespace, a backslash or control characters"
+    if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
+        return "looks like a file path, not a model name"
+    return None
+
+
+def checked_models(names: list[str], where: str, config: pytest.Config) -> list[str]:
+    """Models in order, each checked; a repeated one is dropped with a warning."""
+    seen: dict[str, None] = {}
+    for name in names:
+        problem = model_problem(name)
+        if problem:
+            raise pytest.UsageError(f"{where} {name!r} {problem}")
+        if name in seen:
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(f"{where} {name!r} is given twice; its tests run once"),
+                stacklevel=2,
+            )
+        seen[name] = None
+    return list(seen)
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    """``Name: value`` lines of ini ``cardprobe_headers``; ``$VAR`` in a value is expanded."""
+    found: dict[str, str] = {}
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon or not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", name.strip()):
+            raise pytest.UsageError(
+                f"ini key cardprobe_headers: {name.strip()!r} is not 'Header-Name: value'"
+            )
+        found[name.strip()] = os.path.expandvars(value.strip())
+    return found
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -229,6 +281,28 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("cardprobe_noise_floor", "cases an arm may lose", default=str(_GATE.noise_floor))
     parser.addini("cardprobe_baseline", "baseline file", default=str(_DEFAULT.baseline))
     parser.addini(
+        "cardprobe_max_samples",
+        "upper bound of samples (suite key, samples(n) marker, --samples)",
+        default=str(_DEFAULT.max_samples),
+    )
+    parser.addini(
+        "cardprobe_max_file_mb",
+        "size cap in MB of every file the plugin reads (suites, prompts, cassettes, baseline)",
+        default=f"{_DEFAULT.max_file_mb:g}",
+    )
+    parser.addini(
+        "cardprobe_redact_fields",
+        "request-body keys (at any depth) replaced by [redacted] before a request is recorded",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "cardprobe_headers",
+        "extra request headers, one 'Name: value' a line ($VAR expanded); never recorded",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
         "cardprobe_max_unscored",
         "share of cases (0-1) that may be unscored before the gate is inconclusive",
         default=f"{_GATE.max_unscored:g}",
@@ -297,9 +371,25 @@ def resolve_settings(config: pytest.Config) -> Settings:
         except UnknownSuite as exc:
             flag = "--cardprobe-suite" if opt.cardprobe_suites else "ini key cardprobe_suites"
             raise pytest.UsageError(f"{flag}: {exc}") from None
+    if opt.cardprobe_models:
+        models = checked_models(list(opt.cardprobe_models), "--model", config)
+    else:
+        models = checked_models(
+            list(config.getini("cardprobe_models")), "ini key cardprobe_models:", config
+        )
+    max_samples = int(_ini(config, "cardprobe_max_samples", positive_int("cardprobe_max_samples")))
+    if opt.cardprobe_samples is not None and opt.cardprobe_samples > max_samples:
+        raise pytest.UsageError(
+            f"--samples {opt.cardprobe_samples} is more than the limit of {max_samples} "
+            "(ini cardprobe_max_samples)"
+        )
     return Settings(
-        models=list(opt.cardprobe_models) or list(config.getini("cardprobe_models")),
+        models=models,
         suites=list(dict.fromkeys(suites)),
+        max_samples=max_samples,
+        max_file_mb=_ini(config, "cardprobe_max_file_mb", positive_float("cardprobe_max_file_mb")),
+        redact_fields=[*_DEFAULT.redact_fields, *config.getini("cardprobe_redact_fields")],
+        headers=_headers(list(config.getini("cardprobe_headers"))),
         live=bool(opt.cardprobe_live),
         api=api,
         servers=[normalise_server(s) for s in servers],

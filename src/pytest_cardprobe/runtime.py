@@ -213,7 +213,7 @@ class Runtime:
         unsupported = self._tools_missing(probe.model) if probe.channel == "tool" else None
         with self.backend.open(
             self.cassette_for(probe),
-            fingerprint=fingerprint(request),
+            fingerprint=fingerprint(request, redact=self.settings.redact_fields),
             rerecord_hint=self._hint(nodeid, probe.model),
         ) as rec:
             if unsupported or rec.metadata.get("unsupported"):
@@ -249,7 +249,7 @@ class Runtime:
         unsupported = self._tools_missing(probe.model)
         with self.backend.open(
             self.cassette_for(probe),
-            fingerprint=fingerprint(first, tools_label="tools"),
+            fingerprint=fingerprint(first, tools_label="tools", redact=self.settings.redact_fields),
             rerecord_hint=self._hint(nodeid, probe.model),
         ) as rec:
             if unsupported or rec.metadata.get("unsupported"):

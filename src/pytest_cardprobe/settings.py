@@ -16,6 +16,9 @@ from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.wire.client import ClientSettings
 
 DEFAULT_SERVER = "http://127.0.0.1:11434"
+# Request-body keys replaced by "[redacted]" before a request is recorded (ini
+# cardprobe_redact_fields adds more): credentials a hook may put into the body.
+DEFAULT_REDACT_FIELDS = ("api_key", "apikey", "access_token", "token", "password", "secret")
 _WIRE = ClientSettings(base_url=DEFAULT_SERVER)
 
 
@@ -46,6 +49,10 @@ class Settings:
     json_report: Path | None = None
     md_report: Path | None = None
     html_report: Path | None = None
+    max_file_mb: float = 10.0
+    max_samples: int = 100
+    redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
+    headers: dict[str, str] = field(default_factory=dict)
 
     def base_options(self) -> dict[str, Any]:
         """Model options every request carries (the reference request)."""
@@ -61,4 +68,5 @@ class Settings:
             retries=self.retries,
             keep_alive=self.keep_alive,
             api_key=self.api_key,
+            headers=dict(self.headers),
         )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_cardprobe.files import MB
 from pytest_cardprobe.items import rerecord_hint
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.runtime import Runtime
@@ -16,6 +17,7 @@ from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.suite.loader import SuiteLimits
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import backend_for
 
@@ -41,6 +43,8 @@ class CardprobeState:
     suites_found: int = 0
     #: A message for the end of the run that is not part of the scoreboard.
     notice: str = ""
+    suite_names: dict[str, Path] = field(default_factory=dict)
+    _limits: SuiteLimits | None = None
     _runtime: Runtime | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
 
@@ -67,7 +71,11 @@ class CardprobeState:
 
             self._runtime = Runtime(
                 self.settings,
-                backend_for(self.settings.live),
+                backend_for(
+                    self.settings.live,
+                    max_bytes=int(self.settings.max_file_mb * MB),
+                    redact=self.settings.redact_fields,
+                ),
                 server_index=index,
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
                     request=request, probe=probe, config=self.config
@@ -75,6 +83,15 @@ class CardprobeState:
                 rerecord_hint=hint,
             )
         return self._runtime
+
+    @property
+    def limits(self) -> SuiteLimits:
+        """What suites of this run may read (roots, size cap) and ask for (samples)."""
+        if self._limits is None:
+            from pytest_cardprobe.guard import suite_limits
+
+            self._limits = suite_limits(self.config, self.settings)
+        return self._limits
 
     def judge_names(self) -> JudgeNames:
         """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""

@@ -153,8 +153,16 @@ def _escape(code: int) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-# C0 and C1 controls, DEL and the Unicode line separators, each shown as an escape.
-_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+# C0 and C1 controls, DEL, the Unicode line separators and the bidi overrides and
+# isolates (they reorder what a terminal or CI log shows), each shown as an escape.
+_CONTROLS = [
+    *range(0x20),
+    *range(0x7F, 0xA0),
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+]
 _ESCAPES = {code: _escape(code) for code in _CONTROLS} | {0x0A: "\\n", 0x09: "\\t"}
 _ESCAPES_KEEP_LINES = {k: v for k, v in _ESCAPES.items() if k not in (0x0A, 0x09)}
 

@@ -627,7 +627,8 @@ def test_load_suite_raises_nothing_but_suite_error(
         pytest.param("s.yaml", "cardprobe: 1\n---\nx: 1\n", True, id="two-documents"),
         pytest.param("s.yaml", "jobs:\n  test:\n    runs-on: x\n", False, id="ci-config"),
         pytest.param("s.yaml", "tool:\n  cardprobe: 1\n", False, id="nested-key-only"),
-        pytest.param("s.yaml", "- cardprobe: 1\n", False, id="top-level-list"),
+        # A suite inside a top-level list looks like one and must be reported (issue 14).
+        pytest.param("s.yaml", "- cardprobe: 1\n", True, id="top-level-list"),
         pytest.param("s.yaml", "# cardprobe: 1\nx: 1\n", False, id="commented-out"),
         pytest.param("s.yaml", "x: [\n# mentions cardprobe\n", False, id="broken-unmarked"),
         pytest.param("s.yaml", "", False, id="empty"),

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.files import (
+    DEFAULT_MAX_FILE_MB,
+    MB,
+    FileRefused,
+    read_capped,
+    write_atomically,
+)
 from pytest_cardprobe.score.aggregate import CANARY_VERDICTS, ArmScore, Canary
 from pytest_cardprobe.types import ProbeResult
 
@@ -68,6 +74,11 @@ def parse_baseline(data: object, source: str) -> Baseline:
     for arm_id, arm in arms.items():
         where = f"{source}: key arms.{arm_id}"
         _want(isinstance(arm, dict), where, "a mapping")
+        for key in ("suite", "model", "channel", "condition"):
+            _want(isinstance(arm.get(key, ""), str), f"{where}.{key}", "a string")
+        for key in ("passed", "cases", "calls", "tool_calls"):
+            value = arm.get(key, 0)
+            _want(type(value) is int and value >= 0, f"{where}.{key}", "an integer >= 0")
         verdicts = arm.get("verdicts")
         _want(isinstance(verdicts, dict), f"{where}.verdicts", "a mapping of case ids")
         cases: dict[str, CaseVerdict] = {}
@@ -98,25 +109,38 @@ def parse_baseline(data: object, source: str) -> Baseline:
     return Baseline(out, {str(k): str(v) for k, v in canary.items()})
 
 
-def load_baseline(path: Path) -> Baseline | None:
-    """The baseline at ``path``, or None when there is none; a bad file is a BaselineError."""
-    data = _read(path)
+def load_baseline(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Baseline | None:
+    """The baseline at ``path``, or None when there is none; a bad file is a BaselineError.
+
+    The file is read only if it is a regular file of at most ``max_bytes`` (ini
+    ``cardprobe_max_file_mb``): a FIFO or device there must not hang or flood the run.
+    """
+    data = _read(path, max_bytes)
     return None if data is None else parse_baseline(data, f"baseline {path}")
 
 
-def _read(path: Path) -> Any:
+def _read(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Any:
+    regenerate = "; restore it from version control or regenerate it with --update-baseline"
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_capped(path, max_bytes)
     except FileNotFoundError:
         return None
+    except FileRefused as exc:
+        raise BaselineError(f"baseline {path} {exc}") from None
     except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BaselineError(
+            f"baseline {path} is not UTF-8 text (binary?): {exc.reason} at byte {exc.start}"
+            + regenerate
+        ) from None
     try:
         return json.loads(text)
-    except ValueError as exc:
-        raise BaselineError(
-            f"baseline {path} is not valid JSON: {exc}; regenerate it with --update-baseline"
-        ) from None
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: thousands of nested brackets exhaust the parser's stack.
+        raise BaselineError(f"baseline {path} is not valid JSON: {exc}" + regenerate) from None
 
 
 def route_counts(results: Sequence[ProbeResult]) -> dict[tuple[str, str], tuple[int, int]]:

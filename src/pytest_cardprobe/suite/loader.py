@@ -13,8 +13,11 @@ one, can be reported.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
+import math
+import os
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +28,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from pytest_cardprobe.files import MB, FileRefused, inside, read_capped
 from pytest_cardprobe.suite.calls import (
     CANARY_KINDS,
     DEFAULT_MAX_TURNS,
@@ -40,7 +44,9 @@ __all__ = [
     "CALL_JUDGE",
     "CHANNELS",
     "CONDITIONS",
+    "DEFAULT_MAX_BYTES",
     "DEFAULT_VOCABULARY",
+    "MAX_SAMPLES",
     "NESTING_TYPES",
     "REFERENCE_VOCABULARY",
     "SCHEMA_PATH",
@@ -48,6 +54,7 @@ __all__ = [
     "Case",
     "Suite",
     "SuiteError",
+    "SuiteLimits",
     "Turn",
     "is_suite_file",
     "load_suite",
@@ -61,6 +68,10 @@ CALL_CHANNEL = "call"
 ALL_CHANNELS: tuple[str, ...] = (*CHANNELS, CALL_CHANNEL)
 CONDITIONS: tuple[str, ...] = ("cold", "history")
 SUITE_VERSION = 1
+#: Upper bound of ``samples`` (suite key, marker, --samples); ini ``cardprobe_max_samples``.
+MAX_SAMPLES = 100
+#: Default cap on every file a suite makes the plugin read; ini ``cardprobe_max_file_mb``.
+DEFAULT_MAX_BYTES = 10 * MB
 
 # The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
 # a plain path works for both editable and wheel installs and needs no importlib dance.
@@ -233,61 +244,135 @@ class Suite:
 
 # --------------------------------------------------------------------------- detection
 
-# A top-level ``cardprobe:`` key starts at column 0 in block style (quoted or not).
-_SUITE_MARKER = re.compile(rb"""^["']?cardprobe["']?[ \t]*:""", re.MULTILINE)
+# A top-level ``cardprobe:`` key starts at column 0 in block style (quoted or not); ``- `` in
+# front is a suite written inside a top-level list, which must be reported, not skipped.
+_SUITE_MARKER = re.compile(r"""^(?:-[ \t]+)?["']?cardprobe["']?[ \t]*:""", re.MULTILINE)
+_SUFFIXES = (".yaml", ".yml")
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 
 
-def is_suite_file(path: Path | str) -> bool:
-    """Tell whether ``path`` is a cardprobe suite: a ``.yaml``/``.yml`` file whose top-level
-    mapping has a ``cardprobe`` key.
+def _sniff_text(raw: bytes) -> str:
+    """Text good enough to look for the marker in, whatever the encoding turns out to be.
 
-    Any ``cardprobe`` value counts (``cardprobe: 2`` must be reported, not skipped), and a file
-    that has a ``cardprobe:`` line at column 0 but does not parse counts too, so that
-    :func:`load_suite` can report the YAML error instead of the file vanishing silently.
+    UTF-16 and UTF-32 spread ASCII over NUL bytes; dropping them makes the marker visible, so
+    such a file is reported as being in the wrong encoding instead of being skipped.
+    """
+    if b"\x00" in raw:
+        raw = raw.replace(b"\x00", b"")
+    return raw.lstrip(b"\xef\xbb\xbf\xff\xfe").decode("latin-1")
+
+
+def is_suite_file(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> bool:
+    """Tell whether ``path`` is (or tries to be) a cardprobe suite.
+
+    A ``.yaml``/``.yml`` file (any case) counts when a line starts with a ``cardprobe:`` key,
+    or when it is a flow mapping with a ``cardprobe`` key. Whether it then loads is
+    :func:`load_suite`'s business: a file that looks like a suite and does not load is an
+    error with file and line, never a silently skipped file. Only the first ``max_bytes``
+    are looked at; a larger suite is refused as too large by the loader.
     """
     p = Path(path)
-    if p.suffix.lower() not in (".yaml", ".yml"):
+    if p.suffix.lower() not in _SUFFIXES:
         return False
     try:
-        raw = p.read_bytes()
+        with open(p, "rb") as handle:
+            raw = handle.read(max_bytes)
     except OSError:
         return False
     # Cheap pre-filter: most YAML in a repo (CI configs, fixtures) never mentions us.
-    if b"cardprobe" not in raw:
+    if b"cardprobe" not in raw and b"c\x00a\x00r\x00d\x00" not in raw:
         return False
-    looks_like_suite = _SUITE_MARKER.search(raw) is not None
+    text = _sniff_text(raw)
+    if _SUITE_MARKER.search(text):
+        return True
+    if not text.lstrip("\ufeff\xef\xbb\xbf \t\r\n").startswith("{"):
+        return False
     try:
-        data = yaml.safe_load(raw)
-    except Exception:  # any parse/construct failure: fall back to the textual marker
-        return looks_like_suite
+        data = yaml.load(text, Loader=_LOADER)
+    except Exception:  # not YAML at all: not ours either
+        return False
     return isinstance(data, dict) and "cardprobe" in data
 
 
 # --------------------------------------------------------------------------- loading
 
 
-def load_suite(path: Path | str, *, known_judges: Collection[str] = ("card",)) -> Suite:
+@dataclass(frozen=True)
+class SuiteLimits:
+    """What a suite may make the plugin read and do (set from ini keys by the glue).
+
+    ``roots`` are the folders files named by a suite (prompts) must resolve into, symbolic
+    links followed; ``None`` checks nothing (a suite loaded outside a pytest run).
+    """
+
+    roots: tuple[Path, ...] | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_samples: int = MAX_SAMPLES
+
+
+def load_suite(
+    path: Path | str,
+    *,
+    known_judges: Collection[str] = ("card",),
+    limits: SuiteLimits = SuiteLimits(),
+) -> Suite:
     """Read and validate one suite file; raise :class:`SuiteError` on any problem with it."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_capped(p, limits.max_bytes)
+    except FileRefused as exc:
+        raise SuiteError(p, f"suite file {exc}") from None
     except OSError as exc:
         raise SuiteError(p, f"cannot read suite file: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SuiteError(p, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = decode_utf8(p, raw, "suite file")
     try:
         data, lines, root_line = _parse(p, text)
-        return _SuiteReader(p, lines, known_judges).read(data, root_line)
+        return _SuiteReader(p, lines, known_judges, limits).read(data, root_line)
     except RecursionError:
         raise SuiteError(p, "YAML is nested too deeply to be a suite file") from None
+
+
+def decode_utf8(path: Path, raw: bytes, what: str, key: str | None = None) -> str:
+    """``raw`` as UTF-8 text (a BOM is allowed); any other encoding is a SuiteError saying so."""
+    for bom, name in _BOMS:
+        if raw.startswith(bom):
+            raise SuiteError(path, f"{what} is encoded as {name}; save it as UTF-8", key)
+    if b"\x00" in raw:
+        # ASCII spread over NUL bytes is valid UTF-8, and YAML would complain about the NULs.
+        raise SuiteError(
+            path,
+            f"{what} is not UTF-8 text: it holds NUL bytes (UTF-16 or UTF-32 without a "
+            "byte-order mark?); save it as UTF-8",
+            key,
+            raw[: raw.index(b"\x00")].count(b"\n") + 1,
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        guess = " (it looks like UTF-16 without a BOM)" if b"\x00" in raw else ""
+        raise SuiteError(
+            path,
+            f"{what} is not UTF-8 text{guess}: {exc.reason} at byte {exc.start}; save it as UTF-8",
+            key,
+            raw[: exc.start].count(b"\n") + 1,
+        ) from None
 
 
 def _parse(path: Path, text: str) -> tuple[Any, dict[_KeyPath, int], int | None]:
     """Compose ``text`` and convert it to plain Python values plus a key-path→line map."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        try:
+            root = yaml.compose(text, Loader=_LOADER)
+        except yaml.YAMLError:
+            # libyaml's messages are terser; the pure-Python parser says the same thing in the
+            # words the rest of PyYAML uses (only on this error path, so speed does not matter).
+            yaml.compose(text, Loader=yaml.SafeLoader)
+            raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "malformed YAML"
@@ -304,6 +389,10 @@ def _parse(path: Path, text: str) -> tuple[Any, dict[_KeyPath, int], int | None]
     data = converter.convert(root, ())
     return data, converter.lines, root.start_mark.line + 1
 
+
+# libyaml's parser when PyYAML has it: the pure-Python one takes minutes on a suite of a few
+# megabytes; both keep line numbers on every node.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _STANDARD_SEQ = "tag:yaml.org,2002:seq"
 _STANDARD_MAP = "tag:yaml.org,2002:map"
@@ -487,10 +576,17 @@ def _one_of(options: Sequence[str]) -> str:
 class _SuiteReader:
     """Validates the converted document top-down; the first problem raises."""
 
-    def __init__(self, path: Path, lines: dict[_KeyPath, int], judges: Collection[str]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        lines: dict[_KeyPath, int],
+        judges: Collection[str],
+        limits: SuiteLimits,
+    ) -> None:
         self.path = path
         self.lines = lines
         self.judges = judges
+        self.limits = limits
 
     # -- error helpers
 
@@ -539,7 +635,7 @@ class _SuiteReader:
         """A non-empty list of unique names, each one of ``allowed``."""
         if not isinstance(value, list) or not value:
             self.fail(key, f"expected a non-empty list of {what}, got {_describe(value)}")
-        seen: list[str] = []
+        seen: dict[str, None] = {}
         for index, item in enumerate(value):
             if not isinstance(item, str) or item not in allowed:
                 self.fail(
@@ -547,11 +643,13 @@ class _SuiteReader:
                 )
             if item in seen:
                 self.fail((*key, index), f"{item!r} is listed twice")
-            seen.append(item)
+            seen[item] = None
         return tuple(seen)
 
     def json_value(self, key: _KeyPath, value: Any) -> None:
         """Reject values a JSON request body cannot carry (dates, binary, NaN keys...)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(key, f"{value!r} is not a finite number; a JSON request cannot carry it")
         if value is None or isinstance(value, str | bool | int | float):
             return
         if isinstance(value, list):
@@ -660,6 +758,13 @@ class _SuiteReader:
         # ``type(...) is int`` on purpose: YAML ``true`` is a bool, and bool is an int subclass.
         if type(value) is not int or value < 1:
             self.fail(("samples",), f"expected an integer >= 1, got {_describe(value)}")
+        most = self.limits.max_samples
+        if value > most:
+            self.fail(
+                ("samples",),
+                f"{value} samples is more than the limit of {most} "
+                "(raise ini cardprobe_max_samples to allow more)",
+            )
         return value
 
     def prompts(
@@ -676,26 +781,51 @@ class _SuiteReader:
             if channel not in given:
                 continue
             entry = (*key, channel)
-            prompt, resolved = self.read_file(entry, given[channel], "prompt")
+            relative = self.text(entry, given[channel], "a prompt file path")
+            resolved, prompt = self.read_text(entry, relative, "prompt file")
+            if not prompt.strip():
+                self.fail(entry, f"prompt file is empty: {resolved}")
             if channel in channels:
                 texts[channel] = prompt
                 files[channel] = resolved
         return texts, files
 
-    def read_file(self, entry: _KeyPath, value: Any, what: str) -> tuple[str, Path]:
-        """The text of a file named relative to the suite, and its resolved path."""
-        relative = self.text(entry, value, f"a {what} file path")
-        resolved = (self.path.parent / relative).resolve()
+    def read_text(self, key: _KeyPath, relative: str, what: str) -> tuple[Path, str]:
+        """A file named by the suite, relative to it: inside the roots, regular, capped, UTF-8.
+
+        Every file a suite makes the plugin read goes through here, so a suite cannot send
+        ``/etc/passwd`` to a model server (and into a cassette), hang on a FIFO or fill memory
+        from ``/dev/zero``.
+        """
+        if "\x00" in relative:
+            self.fail(key, f"{what} path contains a NUL character")
+        named = self.path.parent / relative
+        resolved = Path(os.path.realpath(named))
+        roots = self.limits.roots
+        if roots is not None and not inside(named, roots):
+            self.fail(
+                key,
+                f"{what} {relative!r} resolves to {resolved}, outside the project "
+                f"({', '.join(str(r) for r in roots)}); keep suite files inside it",
+            )
         try:
-            text = resolved.read_text(encoding="utf-8")
+            raw = read_capped(named, self.limits.max_bytes)
+        except FileRefused as exc:
+            self.fail(key, f"{what} {named} {exc}")
         except FileNotFoundError:
-            self.fail(entry, f"{what} file not found: {resolved}")
-        except IsADirectoryError:
-            self.fail(entry, f"{what} path is a directory: {resolved}")
-        except UnicodeDecodeError:
-            self.fail(entry, f"{what} file is not UTF-8 text: {resolved}")
+            self.fail(key, f"{what} not found: {resolved}")
         except OSError as exc:
-            self.fail(entry, f"cannot read {what} file {resolved}: {exc.strerror or exc}")
+            self.fail(key, f"cannot read {what} {resolved}: {exc.strerror or exc}")
+        try:
+            text = decode_utf8(named, raw, what)
+        except SuiteError as exc:
+            self.fail(key, f"{what} {named}: {exc.problem}")
+        return resolved, text
+
+    def read_file(self, entry: _KeyPath, value: Any, what: str) -> tuple[str, Path]:
+        """The text of a file named relative to the suite (through :meth:`read_text`)."""
+        relative = self.text(entry, value, f"a {what} file path")
+        resolved, text = self.read_text(entry, relative, f"{what} file")
         if not text.strip():
             self.fail(entry, f"{what} file is empty: {resolved}")
         return text, resolved
@@ -942,12 +1072,12 @@ class _SuiteReader:
             self.fail(
                 key, f"expected a non-empty list of element type names, got {_describe(value)}"
             )
-        seen: list[str] = []
+        seen: dict[str, None] = {}
         for index, item in enumerate(value):
             name = self.text((*key, index), item, "an element type name")
             if name in seen:
                 self.fail((*key, index), f"{name!r} is listed twice")
-            seen.append(name)
+            seen[name] = None
         return tuple(seen)
 
     def cases(self, value: Any, vocabulary: tuple[str, ...]) -> tuple[Case, ...]:
@@ -1012,9 +1142,10 @@ class _SuiteReader:
                 "expected a list of element type names ([] for a prose control), "
                 f"got {_describe(value)}",
             )
-        seen: list[str] = []
+        known = set(vocabulary)
+        seen: dict[str, None] = {}
         for index, item in enumerate(value):
-            if not isinstance(item, str) or item not in vocabulary:
+            if not isinstance(item, str) or item not in known:
                 close = (
                     difflib.get_close_matches(item, vocabulary, n=1)
                     if isinstance(item, str)
@@ -1027,5 +1158,5 @@ class _SuiteReader:
                 )
             if item in seen:
                 self.fail((*key, index), f"{item!r} is listed twice")
-            seen.append(item)
+            seen[item] = None
         return tuple(seen)
