@@ -61,6 +61,10 @@ class Settings:
     stream: bool = False
     cassette_dir: Path = Path("cassettes")
     api_key: str | None = None
+    # Requests in flight per server across all workers (ini cardprobe_parallel).
+    parallel: int = 1
+    # Consecutive infra failures on one server before its remaining tests fail at once.
+    breaker: int = 5
 
     def base_options(self) -> dict[str, Any]:
         """Model options every request carries (the reference request)."""
@@ -93,18 +97,25 @@ class Runtime:
         self.server = settings.servers[server_index % len(settings.servers)]
         self._adjust = adjust
         self._hint = rerecord_hint
-        self._client: ChatClient | None = None
+        self._clients: dict[str, ChatClient] = {}
         self.missing_models: dict[str, str] = {}
+        # Consecutive infra failures per server, and why a server's breaker opened.
+        self._infra_streak: dict[str, int] = {}
+        self.broken_servers: dict[str, str] = {}
         self._capabilities: dict[str, list[str] | None] = {}
 
     @property
     def client(self) -> ChatClient:
-        """The session's client, created on first use."""
-        if self._client is None:
+        """The client of this worker's own server, created on first use."""
+        return self.client_for(self.server)
+
+    def client_for(self, server: str) -> ChatClient:
+        """The client of ``server``, created on first use (one connection pool per server)."""
+        if server not in self._clients:
             s = self.settings
-            self._client = ChatClient(
+            self._clients[server] = ChatClient(
                 ClientSettings(
-                    base_url=self.server,
+                    base_url=server,
                     api=s.api,
                     stream=s.stream,
                     timeout=s.timeout,
@@ -114,13 +125,29 @@ class Runtime:
                 ),
                 transport=None if s.live else replay_transport(),
             )
-        return self._client
+        return self._clients[server]
 
     def close(self) -> None:
-        """Release the connection pool."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Release the connection pools."""
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+
+    def note_outcome(self, server: str, infra: str | None) -> None:
+        """Count consecutive infra failures on ``server``; open its breaker at the limit."""
+        if not self.settings.live:
+            return
+        if infra is None:
+            self._infra_streak[server] = 0
+            return
+        streak = self._infra_streak.get(server, 0) + 1
+        self._infra_streak[server] = streak
+        if streak >= self.settings.breaker and server not in self.broken_servers:
+            self.broken_servers[server] = (
+                f"circuit breaker open: {streak} consecutive infra failures on {server} "
+                f"(ini cardprobe_breaker = {self.settings.breaker}); its remaining tests "
+                f"were not asked. Last failure: {infra}"
+            )
 
     def cassette_for(self, probe: Probe) -> Path:
         """The cassette path of one probe."""
@@ -133,13 +160,13 @@ class Runtime:
             probe.condition,
         )
 
-    def _tools_missing(self, model: str) -> str | None:
+    def _tools_missing(self, model: str, server: str) -> str | None:
         """Live Ollama only: why ``model`` cannot take tools, asked once per model."""
         if not self.settings.live or self.settings.api != "ollama":
             return None
         if model not in self._capabilities:
             try:
-                self._capabilities[model] = self.client.capabilities(model)
+                self._capabilities[model] = self.client_for(server).capabilities(model)
             except (InfraError, ModelNotFound, RequestRejected):
                 self._capabilities[model] = None  # let the chat call report it
         caps = self._capabilities[model]
@@ -148,13 +175,24 @@ class Runtime:
         return None
 
     def ask(
-        self, request: ChatRequest, channel: str, judge: TextJudge, index: int
+        self,
+        request: ChatRequest,
+        channel: str,
+        judge: TextJudge,
+        index: int,
+        server: str | None = None,
     ) -> tuple[SampleRecord, ChatReply | None]:
         """One sample. Infra failures become an infra record; other client errors propagate."""
+        server = server or self.server
+        broken = self.broken_servers.get(server)
+        if broken is not None:
+            return SampleRecord.from_verdict(index, None, infra_verdict(broken), "", None), None
         try:
-            reply = self.client.chat(request)
+            reply = self.client_for(server).chat(request)
         except InfraError as exc:
+            self.note_outcome(server, str(exc))
             return SampleRecord.from_verdict(index, None, infra_verdict(str(exc)), "", None), None
+        self.note_outcome(server, None)
         tool_name = request.tool_names[0] if request.tool_names else None
         answer = answer_of(reply, channel, tool_name)
         verdict = refused_verdict(answer.refused) if answer.refused else judge(answer.text)
@@ -167,8 +205,16 @@ class Runtime:
         record = SampleRecord.from_verdict(index, answer.route, verdict, shown, reply.finish_reason)
         return record, reply
 
-    def run(self, probe: Probe, samples: int, nodeid: str, judge: TextJudge) -> ProbeResult:
-        """Ask ``probe`` ``samples`` times and judge every reply."""
+    def run(
+        self,
+        probe: Probe,
+        samples: int,
+        nodeid: str,
+        judge: TextJudge,
+        server: str | None = None,
+    ) -> ProbeResult:
+        """Ask ``probe`` ``samples`` times on ``server`` (default: this worker's) and judge."""
+        server = server or self.server
         result = ProbeResult(
             nodeid=nodeid,
             suite=probe.suite.name,
@@ -181,9 +227,13 @@ class Runtime:
         if probe.model in self.missing_models:
             result.status, result.message = "error", self.missing_models[probe.model]
             return result
+        if server in self.broken_servers:
+            # Fail at once and leave the cassette alone: the server is not answering.
+            result.status, result.message = "infra", self.broken_servers[server]
+            return result
         request = build_request(probe, self.settings.base_options())
         self._adjust(request, probe)
-        unsupported = self._tools_missing(probe.model) if probe.channel == "tool" else None
+        unsupported = self._tools_missing(probe.model, server) if probe.channel == "tool" else None
         with recording(
             self.cassette_for(probe),
             live=self.settings.live,
@@ -194,7 +244,7 @@ class Runtime:
                 rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
                 result.status, result.message = "unsupported", rec.metadata["unsupported"]
                 return result
-            self._ask_samples(request, probe, samples, result, rec, judge)
+            self._ask_samples(request, probe, samples, result, rec, judge, server)
         return result
 
     def _ask_samples(
@@ -205,10 +255,11 @@ class Runtime:
         result: ProbeResult,
         rec: Recording,
         judge: TextJudge,
+        server: str,
     ) -> None:
         for index in range(samples):
             try:
-                record, _ = self.ask(request, probe.channel, judge, index)
+                record, _ = self.ask(request, probe.channel, judge, index, server)
             except ModelNotFound as exc:
                 rec.keep = False
                 self.missing_models[probe.model] = str(exc)

@@ -53,6 +53,11 @@ class CardprobeState:
             )
         return self._runtime
 
+    @property
+    def lanes(self) -> int:
+        """Contiguous runs of probe tests a live run is split into: one per server slot."""
+        return len(self.settings.servers) * max(1, self.settings.parallel)
+
     def judge_names(self) -> JudgeNames:
         """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""
         return JudgeNames(self)
