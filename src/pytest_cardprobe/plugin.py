@@ -68,12 +68,29 @@ def pytest_collection(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
         return
-    from pytest_cardprobe.items import preflight_errors
+    from pytest_cardprobe.items import preflight_errors, suite_files_under
 
     args = list(config.args) or [str(config.rootpath)]
-    errors = preflight_errors(get_state(config), args, Path(str(config.invocation_params.dir)))
+    state = get_state(config)
+    errors = preflight_errors(state, args, Path(str(config.invocation_params.dir)))
     if errors:
         raise pytest.UsageError("\n".join(errors))
+    if any(True for _ in suite_files_under(args, Path(str(config.invocation_params.dir)))):
+        from pytest_cardprobe import preflight
+
+        # Workers collect; the controller checks the servers once for all of them.
+        preflight.check(state.settings, bool(config.option.collectonly))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Without xdist: check servers and models once, before the first selected probe test."""
+    config = session.config
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "no":
+        return
+    if any(isinstance(item, ProbeItem) for item in session.items):
+        from pytest_cardprobe import preflight
+
+        preflight.check(get_state(config).settings, bool(config.option.collectonly))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

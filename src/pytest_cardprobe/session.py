@@ -19,6 +19,7 @@ from pytest_cardprobe.score.gate import (
 )
 from pytest_cardprobe.score.report import json_report, markdown, scoreboard_lines
 from pytest_cardprobe.state import CardprobeState
+from pytest_cardprobe.types import ProbeResult
 
 NOISE_INI = "cardprobe_noise_floor"
 GATE_OWNED = ("failed", "infra")  # model behaviour and unscored calls: the gate judges these
@@ -96,6 +97,8 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     for crash in state.crashed_workers:
         lines.append(f"ERROR: xdist worker crashed: {crash} — its tests have no verdict")
 
+    lines.extend(breaker_lines(state.results))
+
     errors = [r for r in state.results if r.suite and r.status == "error"]
     fixture_failures = [r for r in state.results if not r.suite and r.status == "failed"]
     gate_failed = gate is not None and gate["decision"] in ("fail", "inconclusive")
@@ -134,3 +137,23 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     report = {"arms": [a.to_dict() for a in arms], "gate": gate}
     state.report = report
     config.hook.pytest_cardprobe_report(report=report, config=config)
+
+
+BREAKER_PREFIX = "circuit breaker open"
+
+
+def breaker_lines(results: list[ProbeResult]) -> list[str]:
+    """One line per server whose breaker opened, with how many tests it spared."""
+    spared: dict[str, int] = {}
+    why: dict[str, str] = {}
+    for result in results:
+        message = result.message or ""
+        if result.status == "infra" and message.startswith(BREAKER_PREFIX) and not result.samples:
+            server = message.split(" on ", 1)[1].split(" ", 1)[0]
+            spared[server] = spared.get(server, 0) + 1
+            why.setdefault(server, message)
+    return [
+        f"circuit breaker opened on {server}: {count} test(s) failed as infra and were not "
+        f"asked — {why[server]}"
+        for server, count in spared.items()
+    ]

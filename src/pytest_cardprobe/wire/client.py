@@ -358,3 +358,59 @@ class ChatClient:
             raise classify_http_error(response, model)
         caps = response.json().get("capabilities")
         return [str(c) for c in caps] if isinstance(caps, list) else None
+
+
+def _get_json(http: Any, method: str, path: str, body: Any = None) -> Any:
+    """One request for server metadata; a transport failure or a 5xx is infra."""
+    import httpx
+
+    try:
+        response = http.request(method, path, json=body)
+    except httpx.HTTPError as exc:
+        raise InfraError(f"cannot reach {http.base_url}: {type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 400:
+        return response
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise InfraError(f"{method} {path} answered non-JSON: {response.text[:120]!r}") from exc
+
+
+def model_identity(client: ChatClient, model: str) -> dict[str, str]:
+    """What the server says ``model`` is: Ollama's digest, or the OpenAI-compatible model id.
+
+    Raises :class:`ModelNotFound` when the server does not have the model and
+    :class:`InfraError` when it cannot be reached.
+    """
+    import httpx
+
+    http = client._http
+    if client.settings.api == "openai":
+        listed = _get_json(http, "GET", "/v1/models")
+        if isinstance(listed, httpx.Response):
+            raise classify_http_error(listed, model)
+        ids = [str(m.get("id")) for m in (listed.get("data") or []) if isinstance(m, dict)]
+        if model not in ids:
+            raise ModelNotFound(
+                f"model {model!r} is not listed by GET {client.settings.base_url}/v1/models "
+                f"(it lists: {', '.join(ids) or 'nothing'})"
+            )
+        return {"id": model}
+    shown = _get_json(http, "POST", "/api/show", {"model": model})
+    if isinstance(shown, httpx.Response):
+        error = classify_http_error(shown, model)
+        if shown.status_code == 404:
+            raise ModelNotFound(
+                f"model {model!r} not found on {client.settings.base_url}; "
+                f"fetch it with: ollama pull {model}"
+            )
+        raise error
+    identity = {"name": model}
+    tags = _get_json(http, "GET", "/api/tags")
+    if isinstance(tags, dict):
+        wanted = {model, f"{model}:latest"}
+        for entry in tags.get("models") or []:
+            if isinstance(entry, dict) and entry.get("name") in wanted and entry.get("digest"):
+                identity["digest"] = str(entry["digest"])
+                break
+    return identity
