@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cardprobe.runtime import Settings
+from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.wire.client import (
     ChatClient,
     ClientError,

@@ -24,7 +24,9 @@ def test_unreachable_server_is_one_usage_error(project: pytest.Pytester, xdist: 
 
 
 def test_replay_never_contacts_a_server(project: pytest.Pytester) -> None:
-    result = project.runpytest("-p", "no:cacheprovider", "cases", "--model", "m", "--server", CLOSED)
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "cases", "--model", "m", "--server", CLOSED
+    )
     # Not recorded, so every test errors, but no preflight stopped the run.
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "does not answer" not in result.stderr.str()
