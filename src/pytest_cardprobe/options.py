@@ -12,6 +12,7 @@ import pytest
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
+from pytest_cardprobe.wire.cassettes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
 
 # Defaults of the ini keys, read from the classes that own them (each written once).
@@ -71,7 +72,15 @@ def add_options(parser: pytest.Parser) -> None:
         "--live",
         action="store_true",
         dest="cardprobe_live",
-        help="ask the real server and re-record cassettes (default: replay cassettes offline)",
+        help="ask the real server and re-record every selected test (--record-mode rewrite)",
+    )
+    group.addoption(
+        "--record-mode",
+        dest="cardprobe_record_mode",
+        choices=RECORD_MODES,
+        default=None,
+        help="none: replay only (default); once: record tests without a cassette, replay the "
+        "rest; stale: also re-record stale ones; rewrite: re-record every selected test",
     )
     group.addoption(
         "--api",
@@ -241,6 +250,15 @@ def normalise_server(url: str) -> str:
     return f"{scheme}://{rest}"
 
 
+def _record_mode(live: bool, mode: str | None) -> str:
+    """``--live`` is short for ``--record-mode rewrite``; asking for both differently is wrong."""
+    if live and mode not in (None, "rewrite"):
+        raise pytest.UsageError(
+            f"--live means --record-mode rewrite; it cannot be combined with --record-mode {mode}"
+        )
+    return "rewrite" if live else (mode or "none")
+
+
 def resolve_settings(config: pytest.Config) -> Settings:
     """Options win over ini keys, ini keys over defaults; read once, in ``pytest_configure``."""
     opt = config.option
@@ -268,7 +286,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     baseline = _path(root, opt.cardprobe_baseline or str(config.getini("cardprobe_baseline")))
     return Settings(
         models=list(opt.cardprobe_models) or list(config.getini("cardprobe_models")),
-        live=bool(opt.cardprobe_live),
+        record_mode=_record_mode(opt.cardprobe_live, opt.cardprobe_record_mode),
         api=api,
         servers=[normalise_server(s) for s in servers],
         samples=opt.cardprobe_samples,

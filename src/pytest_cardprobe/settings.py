@@ -24,7 +24,8 @@ class Settings:
     """Everything a run was configured with (options win over ini keys, ini over defaults)."""
 
     models: list[str]
-    live: bool = False
+    # none (replay only), once, stale or rewrite (--live); see wire/cassettes.py.
+    record_mode: str = "none"
     api: str = _WIRE.api
     servers: list[str] = field(default_factory=lambda: [DEFAULT_SERVER])
     samples: int | None = None
@@ -46,6 +47,11 @@ class Settings:
     parallel: int = 1
     # Consecutive infra failures on one server before its remaining tests fail at once.
     breaker: int = 5
+
+    @property
+    def live(self) -> bool:
+        """True when the run talks to servers (any record mode but ``none``)."""
+        return self.record_mode != "none"
 
     def base_options(self) -> dict[str, Any]:
         """Model options every request carries (the reference request)."""

@@ -42,12 +42,13 @@ class CardprobeState:
             live = self.settings.live
 
             def hint(nodeid: str, model: str) -> str:
-                mode = "" if live else " --live"
+                # Already live: pytest alone (with the same mode) re-records it.
+                mode = "" if live else " --record-mode stale"
                 return f'pytest{mode} --model {model} "{nodeid}"'
 
             self._runtime = Runtime(
                 self.settings,
-                backend_for(self.settings.live),
+                backend_for(self.settings.record_mode),
                 server_index=index,
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
                     request=request, probe=probe, config=self.config

@@ -395,10 +395,78 @@ class Record:
                 raise
 
 
-Backend = Replay | Record
+RECORD_MODES = ("none", "once", "stale", "rewrite")
+
+
+class RecordMissing:
+    """Record modes ``once`` and ``stale``: record what needs it, replay the rest.
+
+    ``once`` records tests that have no cassette; ``stale`` also those whose cassette is
+    stale or unreadable. The client's transport switches per test: a replayed test is
+    answered from its cassette and nothing leaves the machine; a recorded one goes to the
+    server through vcrpy.
+    """
+
+    live = True
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self._replay = Replay()
+        self._record = Record()
+
+    def transport(self) -> Any:
+        """Answers from the open cassette while a test replays, else from the network."""
+        import httpx
+
+        replayed = self._replay.transport()
+        network = httpx.HTTPTransport()
+        playing = self._replay._playing
+
+        class Switch(httpx.BaseTransport):
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                transport = replayed if playing else network
+                response: httpx.Response = transport.handle_request(request)
+                return response
+
+            def close(self) -> None:
+                network.close()
+
+        return Switch()
+
+    def needs_recording(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+        """True when this mode records the test whose cassette is ``path``."""
+        if not path.exists():
+            return True
+        if self.mode != "stale":
+            return False
+        try:
+            data = read_cassette(path)
+            if fingerprint is not None:
+                check_fingerprint(path, data, fingerprint)
+        except CassetteProblem:
+            return True
+        return False
+
+    @contextlib.contextmanager
+    def open(
+        self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
+    ) -> Iterator[Recording]:
+        """Record ``path`` when the mode says so, else replay it."""
+        backend: Replay | Record = (
+            self._record if self.needs_recording(path, fingerprint) else self._replay
+        )
+        with backend.open(path, fingerprint=fingerprint, rerecord_hint=rerecord_hint) as rec:
+            yield rec
+
+
+Backend = Replay | Record | RecordMissing
 """How a session reaches its model: chosen once from the settings, handed to the runtime."""
 
 
-def backend_for(live: bool) -> Backend:
-    """The backend a session uses: recording with ``--live``, else replay."""
-    return Record() if live else Replay()
+def backend_for(record_mode: str) -> Backend:
+    """The backend of a record mode: ``none`` replays, ``rewrite`` records every test."""
+    if record_mode == "none":
+        return Replay()
+    if record_mode == "rewrite":
+        return Record()
+    return RecordMissing(record_mode)
