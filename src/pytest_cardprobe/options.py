@@ -11,7 +11,7 @@ import pytest
 
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
-from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
+from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS, THINK_LEVELS
 from pytest_cardprobe.wire.cassettes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
 
@@ -81,6 +81,14 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="none: replay only (default); once: record tests without a cassette, replay the "
         "rest; stale: also re-record stale ones; rewrite: re-record every selected test",
+    )
+    group.addoption(
+        "--think",
+        dest="cardprobe_think",
+        choices=THINK_LEVELS,
+        default=None,
+        help="reasoning level: off (default), on, low, medium, high; Ollama think / OpenAI "
+        "reasoning_effort; beats a suite's think key (ini: cardprobe_think)",
     )
     group.addoption(
         "--api",
@@ -202,6 +210,11 @@ def add_options(parser: pytest.Parser) -> None:
         "cardprobe_keep_alive", "keep_alive of every Ollama request", default=_DEFAULT.keep_alive
     )
     parser.addini(
+        "cardprobe_think",
+        "reasoning level when neither --think nor the suite says: off, on, low, medium, high",
+        default=_DEFAULT.think_default,
+    )
+    parser.addini(
         "cardprobe_breaker",
         "consecutive infra failures on one server before its remaining tests fail at once",
         default=str(_DEFAULT.breaker),
@@ -248,6 +261,14 @@ def normalise_server(url: str) -> str:
     elif ":" not in host.rsplit("]", 1)[-1]:
         rest = rest.replace(host, f"{host}:11434", 1) if scheme == "http" else rest
     return f"{scheme}://{rest}"
+
+
+def _choice(config: pytest.Config, name: str, allowed: tuple[str, ...]) -> str:
+    """An ini value that must be one of ``allowed``."""
+    raw = str(config.getini(name)).strip()
+    if raw not in allowed:
+        raise pytest.UsageError(f"ini key {name} must be one of {', '.join(allowed)}; got {raw!r}")
+    return raw
 
 
 def _record_mode(live: bool, mode: str | None) -> str:
@@ -308,6 +329,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
         update_baseline=bool(opt.cardprobe_update_baseline),
         json_report=_path(root, opt.cardprobe_json),
         md_report=_path(root, opt.cardprobe_md),
+        think=opt.cardprobe_think,
+        think_default=_choice(config, "cardprobe_think", THINK_LEVELS),
         breaker=int(_ini(config, "cardprobe_breaker", positive_int("cardprobe_breaker"))),
         parallel=int(_ini(config, "cardprobe_parallel", positive_int("cardprobe_parallel"))),
     )

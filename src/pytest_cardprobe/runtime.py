@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_cardprobe.judge.card import infra_verdict
+from pytest_cardprobe.judge.card import infra_verdict, truncated_verdict
 from pytest_cardprobe.judge.routing import answer_of
 from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.matrix import Probe
@@ -22,6 +22,7 @@ from pytest_cardprobe.types import (
     ProbeResult,
     SampleRecord,
     Verdict,
+    trim,
 )
 from pytest_cardprobe.wire.cassettes import (
     Backend,
@@ -157,13 +158,16 @@ class Runtime:
         tool_name = request.tool_names[0] if request.tool_names else None
         answer = answer_of(reply, channel, tool_name)
         verdict = refused_verdict(answer.refused) if answer.refused else judge(answer.text)
-        shown = reply.content
+        verdict = truncated_verdict(verdict, reply.finish_reason)
+        shown = answer.text if answer.route == "content" else reply.content
         if answer.route == "tool_calls":
             calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
             shown = f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
                 f"\ncontent: {reply.content}" if reply.content else ""
             )
         record = SampleRecord.from_verdict(index, answer.route, verdict, shown, reply.finish_reason)
+        reasoning = "\n".join(t for t in (reply.thinking.strip(), answer.thinking) if t)
+        record.thinking = trim(reasoning)
         return record, reply
 
     def run(
@@ -192,7 +196,9 @@ class Runtime:
             # Fail at once and leave the cassette alone: the server is not answering.
             result.status, result.message = "infra", self.broken_servers[server]
             return result
-        request = build_request(probe, self.settings.base_options())
+        s = self.settings
+        think = s.think or probe.suite.think or s.think_default
+        request = build_request(probe, s.base_options(), think)
         self._adjust(request, probe)
         unsupported = self._tools_missing(probe.model, server) if probe.channel == "tool" else None
         with self.backend.open(

@@ -43,6 +43,9 @@ class Settings:
     update_baseline: bool = False
     json_report: Path | None = None
     md_report: Path | None = None
+    # --think when given (it beats a suite's `think:`); else the suite's, else think_default.
+    think: str | None = None
+    think_default: str = "off"
     # Requests in flight per server across all workers (ini cardprobe_parallel).
     parallel: int = 1
     # Consecutive infra failures on one server before its remaining tests fail at once.

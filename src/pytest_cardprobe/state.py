@@ -42,8 +42,7 @@ class CardprobeState:
             live = self.settings.live
 
             def hint(nodeid: str, model: str) -> str:
-                # Already live: pytest alone (with the same mode) re-records it.
-                mode = "" if live else " --record-mode stale"
+                mode = "" if live else " --live"
                 return f'pytest{mode} --model {model} "{nodeid}"'
 
             self._runtime = Runtime(

@@ -27,6 +27,8 @@ class ChatRequest:
     messages: list[Message]
     tools: list[dict[str, Any]] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    # Reasoning level: off, on, low, medium or high (the wire maps it per API).
+    think: str = "off"
 
     @property
     def tool_names(self) -> list[str]:
@@ -66,6 +68,8 @@ class FailureClass(enum.StrEnum):
     MALFORMED = "malformed"
     DECLINED = "declined"
     WRONG_ELEMENT = "wrong_element"
+    # The reply was cut by the token limit (finish reason ``length``) before it was a card.
+    TRUNCATED = "truncated"
     INFRA = "infra"
 
 
@@ -125,6 +129,11 @@ class SampleRecord:
     unknown_types: list[str] = field(default_factory=list)
     reply: str = ""
     finish_reason: str | None = None
+    # The model's reasoning (message.thinking, reasoning_content or a leading <think> block):
+    # kept for reports, never judged.
+    thinking: str = ""
+    # The server's own figures (tokens, durations), see wire.client.server_figures.
+    figures: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_verdict(
@@ -221,6 +230,9 @@ class ProbeResult:
             )
             if s.unknown_types:
                 lines.append(f"    unknown element types: {', '.join(s.unknown_types)}")
+            if s.thinking:
+                body = s.thinking.replace("\n", "\n    ~ ")
+                lines.append(f"    reasoning (not judged):\n    ~ {body}")
             if s.reply:
                 body = s.reply.replace("\n", "\n    | ")
                 lines.append(f"    | {body}")

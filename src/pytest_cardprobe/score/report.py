@@ -20,10 +20,7 @@ HEADERS = (
     "passed",
     "adoption",
     "recovered",
-    "malformed",
-    "declined",
-    "wrong_element",
-    "infra",
+    *FAILURE_CLASSES,
     "split",
     "note",
 )

@@ -32,6 +32,7 @@ __all__ = [
     "REFERENCE_VOCABULARY",
     "SCHEMA_PATH",
     "SUITE_VERSION",
+    "THINK_LEVELS",
     "Case",
     "Suite",
     "SuiteError",
@@ -42,6 +43,8 @@ __all__ = [
 
 CHANNELS: tuple[str, ...] = ("prose", "tool")
 CONDITIONS: tuple[str, ...] = ("cold", "history")
+#: Reasoning levels: ``off``/``on`` for Ollama's boolean ``think``, the rest an effort level.
+THINK_LEVELS: tuple[str, ...] = ("off", "on", "low", "medium", "high")
 SUITE_VERSION = 1
 
 # The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
@@ -83,6 +86,7 @@ _TOP_KEYS = (
     "history",
     "vocabulary",
     "options",
+    "think",
     "cases",
 )
 _CASE_KEYS = ("id", "prompt", "accept", "requires_input")
@@ -171,6 +175,8 @@ class Suite:
     vocabulary: tuple[str, ...]
     options: Mapping[str, Any] = field(hash=False)
     cases: tuple[Case, ...]
+    # None when the suite does not say: --think or the ini key cardprobe_think decides.
+    think: str | None = None
 
     @property
     def tool_name(self) -> str:
@@ -508,6 +514,7 @@ class _SuiteReader:
             options = self.mapping(("options",), data["options"])
             self.json_value(("options",), options)
 
+        think = self.think(data["think"]) if "think" in data else None
         cases = self.cases(data["cases"], vocabulary)
         return Suite(
             path=self.path,
@@ -523,6 +530,7 @@ class _SuiteReader:
             vocabulary=vocabulary,
             options=options,
             cases=cases,
+            think=think,
         )
 
     def version(self, data: dict[str, Any]) -> None:
@@ -547,6 +555,16 @@ class _SuiteReader:
                 f"unknown judge {judge!r}; known judges: {_one_of(sorted(self.judges))}",
             )
         return judge
+
+    def think(self, value: Any) -> str:
+        # YAML 1.1 reads a bare `off`/`on` as a boolean; both mean the level of that name.
+        if value is True or value is False:
+            return "on" if value else "off"
+        if not isinstance(value, str) or value not in THINK_LEVELS:
+            self.fail(
+                ("think",), f"expected one of {_one_of(THINK_LEVELS)}, got {_describe(value)}"
+            )
+        return value
 
     def samples(self, value: Any) -> int:
         # ``type(...) is int`` on purpose: YAML ``true`` is a bool, and bool is an int subclass.

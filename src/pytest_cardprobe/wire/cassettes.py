@@ -39,7 +39,7 @@ def fingerprint(request: ChatRequest) -> dict[str, str]:
     """Short hashes of each part of a request, so a stale recording can say what changed."""
     system = [m for m in request.messages if m.get("role") == "system"]
     rest = [m for m in request.messages if m.get("role") != "system"]
-    return {
+    parts = {
         "model": request.model,
         "system prompt": _digest(system),
         "history": _digest(rest[:-1]),
@@ -47,6 +47,10 @@ def fingerprint(request: ChatRequest) -> dict[str, str]:
         "tool declaration": _digest(request.tools),
         "options": _digest(request.options),
     }
+    if request.think != "off":
+        # Only when asked for: recordings made before thinking existed stay valid.
+        parts["thinking"] = request.think
+    return parts
 
 
 class CassetteProblem(Exception):
@@ -285,6 +289,7 @@ def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str
     if not isinstance(recorded, dict):
         raise StaleCassette(f"stale cassette {shown(path)}: it has no cardprobe fingerprint")
     changed = [k for k in expected if recorded.get(k) != expected[k]]
+    changed += [k for k in ("thinking",) if k in recorded and k not in expected]
     if changed:
         what = ", ".join(changed)
         raise StaleCassette(f"stale cassette {shown(path)}: {what} changed since recording")

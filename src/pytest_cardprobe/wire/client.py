@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     import httpx
 
 APIS = ("ollama", "openai")
+# Ollama's ``think`` takes a boolean, or a level for models that have levels (gpt-oss).
+OLLAMA_THINK: dict[str, bool | str] = {"off": False, "on": True}
 
 
 class ClientError(Exception):
@@ -288,12 +290,15 @@ class ChatClient:
                 }
             if request.tools:
                 body["tools"] = request.tools
+            if request.think != "off":
+                # OpenAI's effort levels; plain "on" asks for the usual middle one.
+                body["reasoning_effort"] = "medium" if request.think == "on" else request.think
             return "/v1/chat/completions", body
         body = {
             "model": request.model,
             "messages": request.messages,
             "stream": s.stream,
-            "think": False,
+            "think": OLLAMA_THINK.get(request.think, request.think),
             "keep_alive": s.keep_alive,
             "options": dict(request.options),
         }
