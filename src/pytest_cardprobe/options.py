@@ -91,6 +91,14 @@ def add_options(parser: pytest.Parser) -> None:
         "reasoning_effort; beats a suite's think key (ini: cardprobe_think)",
     )
     group.addoption(
+        "--no-warmup",
+        action="store_false",
+        dest="cardprobe_warmup",
+        default=True,
+        help="live runs: skip the unrecorded warm-up request before each model's first "
+        "recorded one",
+    )
+    group.addoption(
         "--api",
         dest="cardprobe_api",
         choices=APIS,
@@ -330,6 +338,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         json_report=_path(root, opt.cardprobe_json),
         md_report=_path(root, opt.cardprobe_md),
         think=opt.cardprobe_think,
+        warmup=bool(opt.cardprobe_warmup),
         think_default=_choice(config, "cardprobe_think", THINK_LEVELS),
         breaker=int(_ini(config, "cardprobe_breaker", positive_int("cardprobe_breaker"))),
         parallel=int(_ini(config, "cardprobe_parallel", positive_int("cardprobe_parallel"))),

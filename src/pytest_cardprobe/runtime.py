@@ -7,8 +7,10 @@ connection pool and what the session learnt about models (unknown, no tool suppo
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pytest_cardprobe.judge.card import infra_verdict, truncated_verdict
 from pytest_cardprobe.judge.routing import answer_of
@@ -29,14 +31,19 @@ from pytest_cardprobe.wire.cassettes import (
     Recording,
     cassette_path,
     fingerprint,
+    recorded_model,
 )
 from pytest_cardprobe.wire.client import (
     ChatClient,
+    ClientError,
     InfraError,
     ModelNotFound,
     RequestRejected,
     ToolsUnsupported,
+    model_identity,
+    server_figures,
 )
+from pytest_cardprobe.wire.slots import server_slot
 
 TextJudge = Callable[[str], Verdict]
 
@@ -75,6 +82,8 @@ class Runtime:
         self._infra_streak: dict[str, int] = {}
         self.broken_servers: dict[str, str] = {}
         self._capabilities: dict[str, list[str] | None] = {}
+        self._identities: dict[tuple[str, str], dict[str, str]] = {}
+        self._warmed: set[tuple[str, str]] = set()
 
     @property
     def client(self) -> ChatClient:
@@ -143,14 +152,27 @@ class Runtime:
         judge: TextJudge,
         index: int,
         server: str | None = None,
+        live: bool | None = None,
     ) -> tuple[SampleRecord, ChatReply | None]:
-        """One sample. Infra failures become an infra record; other client errors propagate."""
+        """One sample. Infra failures become an infra record; other client errors propagate.
+
+        ``live`` (default: the backend's) means the request goes to the server: it waits for
+        one of the server's slots first and its wall time is kept.
+        """
         server = server or self.server
+        live = self.backend.live if live is None else live
         broken = self.broken_servers.get(server)
         if broken is not None:
             return SampleRecord.from_verdict(index, None, infra_verdict(broken), "", None), None
+        wall: float | None = None
         try:
-            reply = self.client_for(server).chat(request)
+            if live:
+                with server_slot(server, self.settings.parallel):
+                    started = time.perf_counter()
+                    reply = self.client_for(server).chat(request)
+                    wall = time.perf_counter() - started
+            else:
+                reply = self.client_for(server).chat(request)
         except InfraError as exc:
             self.note_outcome(server, str(exc))
             return SampleRecord.from_verdict(index, None, infra_verdict(str(exc)), "", None), None
@@ -168,7 +190,40 @@ class Runtime:
         record = SampleRecord.from_verdict(index, answer.route, verdict, shown, reply.finish_reason)
         reasoning = "\n".join(t for t in (reply.thinking.strip(), answer.thinking) if t)
         record.thinking = trim(reasoning)
+        record.figures = server_figures(reply.raw)
+        if wall is not None:
+            record.figures["wall_s"] = round(wall, 4)
         return record, reply
+
+    def identity(self, server: str, model: str) -> dict[str, str]:
+        """What ``server`` says ``model`` is (digest or id), asked once per server and model."""
+        key = (server, model)
+        if key not in self._identities:
+            try:
+                self._identities[key] = model_identity(self.client_for(server), model)
+            except (InfraError, ModelNotFound, RequestRejected):
+                self._identities[key] = {}  # the chat call reports what is wrong
+        return self._identities[key]
+
+    def warm_up(self, request: ChatRequest, server: str) -> dict[str, Any] | None:
+        """One unrecorded, unscored request before a model's first recorded one on ``server``.
+
+        The first reply after a server or model start is an outlier (measured on both real
+        servers), so it is spent here. Returns what to report, or None when already warm.
+        """
+        key = (server, request.model)
+        if not self.settings.warmup or key in self._warmed:
+            return None
+        self._warmed.add(key)
+        outcome: dict[str, Any] = {"model": request.model, "server": server}
+        with server_slot(server, self.settings.parallel):
+            started = time.perf_counter()
+            try:
+                self.client_for(server).chat(request)
+            except ClientError as exc:
+                outcome["error"] = str(exc)[:200]
+            outcome["seconds"] = round(time.perf_counter() - started, 3)
+        return outcome
 
     def run(
         self,
@@ -201,16 +256,33 @@ class Runtime:
         request = build_request(probe, s.base_options(), think)
         self._adjust(request, probe)
         unsupported = self._tools_missing(probe.model, server) if probe.channel == "tool" else None
+        path, prints = self.cassette_for(probe), fingerprint(request)
+        identity: dict[str, str] = {}
+        if self.backend.records(path, prints):
+            # Both happen before the cassette opens, so neither is recorded.
+            identity = dict(self.identity(server, probe.model))
+            before = recorded_model(path)
+            old, new = before.get("digest"), identity.get("digest")
+            if old and new and old != new:
+                result.model_changed = f"{old} → {new}"
+            if not unsupported:
+                result.warmup = self.warm_up(request, server)
         with self.backend.open(
-            self.cassette_for(probe),
-            fingerprint=fingerprint(request),
-            rerecord_hint=self._hint(nodeid, probe.model),
+            path, fingerprint=prints, rerecord_hint=self._hint(nodeid, probe.model)
         ) as rec:
             if unsupported or rec.metadata.get("unsupported"):
                 rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
                 result.status, result.message = "unsupported", rec.metadata["unsupported"]
                 return result
-            self._ask_samples(request, probe, samples, result, rec, judge, server)
+            seen = self._ask_samples(request, probe, samples, result, rec, judge, server)
+            if rec.live:
+                if seen:
+                    identity["system_fingerprint"] = seen
+                if identity:
+                    rec.metadata["model"] = identity
+            model = rec.metadata.get("model")
+            if isinstance(model, dict):
+                result.model_digest = model.get("digest") or model.get("system_fingerprint")
         return result
 
     def _ask_samples(
@@ -222,28 +294,33 @@ class Runtime:
         rec: Recording,
         judge: TextJudge,
         server: str,
-    ) -> None:
+    ) -> str | None:
+        """Ask every sample; returns the last ``system_fingerprint`` an OpenAI server sent."""
+        seen: str | None = None
         for index in range(samples):
             try:
-                record, _ = self.ask(request, probe.channel, judge, index, server)
+                record, reply = self.ask(request, probe.channel, judge, index, server, rec.live)
             except ModelNotFound as exc:
                 rec.keep = False
                 self.missing_models[probe.model] = str(exc)
                 result.status, result.message = "error", str(exc)
-                return
+                return seen
             except ToolsUnsupported as exc:
                 rec.metadata["unsupported"] = str(exc)
                 result.status, result.message = "unsupported", str(exc)
-                return
+                return seen
             except RequestRejected as exc:
                 rec.keep = False
                 result.status, result.message = "error", f"server rejected the request: {exc}"
-                return
+                return seen
             result.samples.append(record)
+            if reply is not None and reply.raw.get("system_fingerprint"):
+                seen = str(reply.raw["system_fingerprint"])
             if record.failure == "infra":
                 # Not the model's doing: record nothing, ask no more, leave the case unscored.
                 rec.keep = False
                 result.status, result.message = "infra", record.label
-                return
+                return seen
         if not all(s.passed for s in result.samples):
             result.status = "failed"
+        return seen

@@ -68,6 +68,7 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
         lines.append(f"ERROR: xdist worker crashed: {crash} — its tests have no verdict")
 
     lines.extend(breaker_lines(state.results))
+    lines.extend(warmup_lines(state.results))
 
     errors = [r for r in state.results if r.suite and r.status == "error"]
     fixture_failures = [r for r in state.results if not r.suite and r.status == "failed"]
@@ -123,3 +124,18 @@ def breaker_lines(results: list[ProbeResult]) -> list[str]:
         f"asked — {why[server]}"
         for server, count in spared.items()
     ]
+
+
+def warmup_lines(results: list[ProbeResult]) -> list[str]:
+    """The warm-up requests of a live run, apart from the tests they preceded."""
+    lines = []
+    for result in results:
+        warm = result.warmup
+        if not warm:
+            continue
+        outcome = f"failed: {warm['error']}" if warm.get("error") else "ok"
+        lines.append(
+            f"warm-up (unrecorded, unscored): {warm['model']} on {warm['server']}: "
+            f"{warm.get('seconds', 0):.2f} s, {outcome}"
+        )
+    return lines

@@ -46,6 +46,8 @@ class Settings:
     # --think when given (it beats a suite's `think:`); else the suite's, else think_default.
     think: str | None = None
     think_default: str = "off"
+    # One unrecorded request before a model's first recorded one (--no-warmup turns it off).
+    warmup: bool = True
     # Requests in flight per server across all workers (ini cardprobe_parallel).
     parallel: int = 1
     # Consecutive infra failures on one server before its remaining tests fail at once.

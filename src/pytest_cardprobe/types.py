@@ -175,6 +175,12 @@ class ProbeResult:
     status: str
     samples: list[SampleRecord] = field(default_factory=list)
     message: str | None = None
+    # The model's digest (Ollama) or system fingerprint (OpenAI) from the cassette.
+    model_digest: str | None = None
+    # "old → new" when a live run found a different digest than the old recording's.
+    model_changed: str | None = None
+    # The unrecorded warm-up request this test triggered: model, server, seconds, error.
+    warmup: dict[str, Any] | None = None
 
     @property
     def arm(self) -> tuple[str, str, str, str]:

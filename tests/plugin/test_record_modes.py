@@ -10,7 +10,7 @@ import pytest
 from cardprobe_testing import cassette, report
 from faultserver import fault_server
 
-SLICE = ("-k", "date or time", "--samples", "1")
+SLICE = ("-k", "date or time", "--samples", "1", "--no-warmup")
 
 
 def asked(recorded: pytest.Pytester, *args: str) -> tuple[list[str], dict[str, str]]:

@@ -49,6 +49,7 @@ def arm_row(arm: ArmScore, delta: dict[str, Any] | None = None) -> list[str]:
             ad = delta.get("adoption_delta")
             if ad and arm.adoption is not None:
                 adoption += f" ({ad * 100:+.0f}pt)"
+    notes.extend(f"model changed: {change}" for change in arm.model_changed)
     if arm.unsupported:
         notes.append("unsupported")
     if arm.unscored:
@@ -75,13 +76,55 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str] = HEADERS) -> li
     return [fmt.format(*headers).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
 
 
+TIMING_HEADERS = (
+    "arm",
+    "samples",
+    "median s",
+    "p95 s",
+    "prompt tok",
+    "gen tok",
+    "tok/s",
+    "model",
+)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def timing_rows(arms: Sequence[ArmScore]) -> list[list[str]]:
+    """One row per arm that has server figures: latency, tokens, speed, model identity."""
+    rows = []
+    for arm in arms:
+        t = arm.timing()
+        if not t["samples"] and not arm.digests:
+            continue
+        rows.append(
+            [
+                arm.id,
+                str(t["samples"]),
+                _num(t["latency_median_s"]),
+                _num(t["latency_p95_s"]),
+                str(t["prompt_tokens"]),
+                str(t["generated_tokens"]),
+                _num(t["tokens_per_s"]),
+                ", ".join(d[:19] for d in arm.digests) or "-",
+            ]
+        )
+    return rows
+
+
 def scoreboard_lines(arms: Sequence[ArmScore], deltas: dict[str, Any] | None = None) -> list[str]:
-    """The terminal scoreboard: one row per arm, then split cases."""
+    """The terminal scoreboard: one row per arm, timing (never gated), then split cases."""
     if not arms:
         return []
     deltas = deltas or {}
     rows = [arm_row(a, deltas.get(a.id)) for a in arms]
     lines = table(rows)
+    timing = timing_rows(arms)
+    if timing:
+        lines += ["", "timing and tokens (server figures; not gated):"]
+        lines += table(timing, TIMING_HEADERS)
     split = [(a, c) for a in arms for c in sorted(a.split)]
     if split:
         lines.append("")
@@ -112,6 +155,16 @@ def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
             if items:
                 out += ["", f"### {title}", ""]
                 out.extend(f"- {line}" for line in items)
+    timing = timing_rows(arms)
+    if timing:
+        out += ["", "### Timing and tokens (server figures; not gated)", ""]
+        out.append("| " + " | ".join(TIMING_HEADERS) + " |")
+        out.append("|" + "---|" * len(TIMING_HEADERS))
+        out.extend("| " + " | ".join(r) + " |" for r in timing)
+    changed = [(a.id, c) for a in arms for c in a.model_changed]
+    if changed:
+        out += ["", "### Model changed since the recording", ""]
+        out.extend(f"- `{a}`: model changed: {c}" for a, c in changed)
     split = [(a.id, c) for a in arms for c in sorted(a.split)]
     if split:
         out += ["", "### Split cases", ""]

@@ -295,6 +295,16 @@ def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str
         raise StaleCassette(f"stale cassette {shown(path)}: {what} changed since recording")
 
 
+def recorded_model(path: Path) -> dict[str, str]:
+    """The model identity an existing cassette was recorded with (empty when unknown)."""
+    try:
+        data = read_cassette(path)
+    except CassetteProblem:
+        return {}
+    model = ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("model")
+    return {str(k): str(v) for k, v in model.items()} if isinstance(model, dict) else {}
+
+
 class Replay:
     """The replay backend: serves recorded responses; the client built on it has no network.
 
@@ -307,6 +317,10 @@ class Replay:
 
     def __init__(self) -> None:
         self._playing: list[_Player] = []
+
+    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+        """Replay never records."""
+        return False
 
     def transport(self) -> Any:
         """An httpx transport answering from the open cassettes; anything else is refused."""
@@ -367,6 +381,10 @@ class Record:
     """The recording backend: real calls through vcrpy, written atomically when a test ends."""
 
     live = True
+
+    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+        """Every test is recorded."""
+        return True
 
     def transport(self) -> Any:
         """None: the client uses the network, and vcrpy records what passes."""
@@ -438,7 +456,7 @@ class RecordMissing:
 
         return Switch()
 
-    def needs_recording(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
         """True when this mode records the test whose cassette is ``path``."""
         if not path.exists():
             return True
@@ -457,9 +475,7 @@ class RecordMissing:
         self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
     ) -> Iterator[Recording]:
         """Record ``path`` when the mode says so, else replay it."""
-        backend: Replay | Record = (
-            self._record if self.needs_recording(path, fingerprint) else self._replay
-        )
+        backend: Replay | Record = self._record if self.records(path, fingerprint) else self._replay
         with backend.open(path, fingerprint=fingerprint, rerecord_hint=rerecord_hint) as rec:
             yield rec
 
