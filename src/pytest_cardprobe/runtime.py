@@ -39,7 +39,7 @@ from pytest_cardprobe.wire.client import (
     InfraError,
     ModelNotFound,
     RequestRejected,
-    ToolsUnsupported,
+    Unsupported,
     model_identity,
     server_figures,
 )
@@ -259,6 +259,7 @@ class Runtime:
         path, prints = self.cassette_for(probe), fingerprint(request)
         identity: dict[str, str] = {}
         if self.backend.records(path, prints):
+            result.server = server
             # Both happen before the cassette opens, so neither is recorded.
             identity = dict(self.identity(server, probe.model))
             before = recorded_model(path)
@@ -305,7 +306,7 @@ class Runtime:
                 self.missing_models[probe.model] = str(exc)
                 result.status, result.message = "error", str(exc)
                 return seen
-            except ToolsUnsupported as exc:
+            except Unsupported as exc:
                 rec.metadata["unsupported"] = str(exc)
                 result.status, result.message = "unsupported", str(exc)
                 return seen

@@ -175,6 +175,8 @@ class ProbeResult:
     status: str
     samples: list[SampleRecord] = field(default_factory=list)
     message: str | None = None
+    # The server this test asked (live runs; None in replay).
+    server: str | None = None
     # The model's digest (Ollama) or system fingerprint (OpenAI) from the cassette.
     model_digest: str | None = None
     # "old → new" when a live run found a different digest than the old recording's.

@@ -35,8 +35,16 @@ class ModelNotFound(ClientError):
     """The server does not know the model (HTTP 404)."""
 
 
-class ToolsUnsupported(ClientError):
+class Unsupported(ClientError):
+    """The model cannot do what the request asks for (tools, thinking): not a wrong answer."""
+
+
+class ToolsUnsupported(Unsupported):
     """The server refuses tools for this model (HTTP 400 ``does not support tools``)."""
+
+
+class ThinkingUnsupported(Unsupported):
+    """The server refuses ``think`` for this model (Ollama: 400 ``does not support thinking``)."""
 
 
 class RequestRejected(ClientError):
@@ -74,6 +82,8 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
         )
     if status == 404 and ("not found" in lowered or "does not exist" in lowered):
         return ModelNotFound(f"model {model!r} not found on {where}: {message}")
+    if status == 400 and "does not support thinking" in lowered:
+        return ThinkingUnsupported(f"{model} does not support thinking: {message}")
     if status == 400 and "does not support tools" in lowered:
         return ToolsUnsupported(f"{model} does not support tools: {message}")
     return RequestRejected(f"HTTP {status}: {message}")
