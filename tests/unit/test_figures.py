@@ -67,3 +67,20 @@ def test_arm_timing_sums_tokens_and_rates_generation() -> None:
     assert timing["latency_median_s"] == 1.75
     assert timing["prompt_tokens"] == 120 and timing["generated_tokens"] == 50
     assert timing["tokens_per_s"] == 25.0
+
+
+def test_a_changed_model_is_named_in_the_scoreboard_and_markdown() -> None:
+    from pytest_cardprobe.score.report import markdown, scoreboard_lines
+
+    arm = ArmScore("s", "m", "prose", "cold")
+    result = ProbeResult("n", "s", "m", "prose", "cold", "c", "passed")
+    result.model_digest = "b" * 64
+    result.model_changed = f"{'a' * 64} → {'b' * 64}"
+    arm.add(result)
+    board = "\n".join(scoreboard_lines([arm]))
+    assert f"model changed: {'a' * 64} → {'b' * 64}" in board
+    assert "b" * 19 in board  # the digest column of the timing table
+    text = markdown([arm], None)
+    assert "### Model changed since the recording" in text
+    assert f"model changed: {'a' * 64} → {'b' * 64}" in text
+    assert arm.to_dict()["model_digest"] == ["b" * 64]
