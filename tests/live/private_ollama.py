@@ -23,6 +23,9 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# Read at import: pytester points HOME at a temporary folder while its tests run.
+_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+_ENV = dict(os.environ)
 MODEL = "smollm2:135m"  # what `scripts/real-servers create-model` creates
 
 
@@ -45,8 +48,7 @@ class PrivateOllama:
 
 
 def _binary() -> str | None:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    built = cache / "cardprobe-servers" / "ollama-v0.11.4" / "bin" / "ollama"
+    built = _CACHE / "cardprobe-servers" / "ollama-v0.11.4" / "bin" / "ollama"
     return str(built) if built.exists() else shutil.which("ollama")
 
 
@@ -66,7 +68,7 @@ def private_ollama(tmp: Path) -> Iterator[PrivateOllama]:
     url = f"http://127.0.0.1:{port}"
     log = tmp / f"ollama-{port}.log"
     env = {
-        **os.environ,
+        **_ENV,
         "OLLAMA_HOST": f"127.0.0.1:{port}",
         "OLLAMA_MODELS": str(tmp / "models"),
         "OLLAMA_NUM_PARALLEL": "1",
@@ -93,7 +95,7 @@ def private_ollama(tmp: Path) -> Iterator[PrivateOllama]:
         created = subprocess.run(
             [sys.executable, str(ROOT / "scripts" / "real-servers"), "create-model",
              "--ollama-url", url, "--model", MODEL],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True, text=True, timeout=300, env=_ENV,
         )  # fmt: skip
         assert created.returncode == 0, created.stderr
         yield server
