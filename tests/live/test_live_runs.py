@@ -45,7 +45,8 @@ def test_breaker_opens_when_the_server_dies_mid_run(
     with private_ollama(tmp_path) as server:
         make_project(pytester, server.url, MODEL)
         ini = pytester.path / "tox.ini"
-        pytester.makeini(ini.read_text() + "cardprobe_retries = 0\ncardprobe_breaker = 2\n")
+        keys = "\ncardprobe_retries = 0\ncardprobe_breaker = 2\n"
+        pytester.makeini(ini.read_text().rstrip("\n") + keys)
         first, _ = run(pytester, "--live", "-k", "date", "--channel", "prose", *ONE)
         assert first.ret == 0, first.stdout.str()
         kept = cassette(pytester, MODEL, "date-prose-history")
