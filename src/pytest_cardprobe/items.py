@@ -172,7 +172,10 @@ class ProbeItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """The per-sample report, or the cassette problem, without a traceback."""
-        if isinstance(excinfo.value, (ProbeFailed, CassetteProblem)):
+        if isinstance(excinfo.value, ProbeFailed):
+            # Whole replies only when asked for (-vv); the reports always carry them.
+            return excinfo.value.result.describe(full=self.config.get_verbosity() >= 2)
+        if isinstance(excinfo.value, CassetteProblem):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

@@ -202,6 +202,13 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="write a Markdown report here (also appended to $GITHUB_STEP_SUMMARY)",
     )
+    group.addoption(
+        "--cardprobe-html",
+        dest="cardprobe_html",
+        metavar="PATH",
+        default=None,
+        help="write a self-contained HTML report (charts, case x arm grid, whole replies) here",
+    )
     parser.addini("cardprobe_models", "models to probe", type="linelist", default=[])
     parser.addini("cardprobe_api", "wire API: ollama or openai", default=_DEFAULT.api)
     parser.addini("cardprobe_servers", "server base URLs", type="linelist", default=[])
@@ -342,4 +349,5 @@ def resolve_settings(config: pytest.Config) -> Settings:
         think_default=_choice(config, "cardprobe_think", THINK_LEVELS),
         breaker=int(_ini(config, "cardprobe_breaker", positive_int("cardprobe_breaker"))),
         parallel=int(_ini(config, "cardprobe_parallel", positive_int("cardprobe_parallel"))),
+        html_report=_path(root, opt.cardprobe_html),
     )

@@ -94,7 +94,7 @@ class Runtime:
         """The client of ``server``, created on first use (one connection pool per server)."""
         if server not in self._clients:
             self._clients[server] = ChatClient(
-                self.settings.client_settings(server), transport=self.backend.transport()
+                self.settings.client_settings(server), player=self.backend.player()
             )
         return self._clients[server]
 

@@ -43,6 +43,7 @@ class Settings:
     update_baseline: bool = False
     json_report: Path | None = None
     md_report: Path | None = None
+    html_report: Path | None = None
     # --think when given (it beats a suite's `think:`); else the suite's, else think_default.
     think: str | None = None
     think_default: str = "off"

@@ -77,7 +77,7 @@ def test_a_changed_model_is_named_in_the_scoreboard_and_markdown() -> None:
     result.model_digest = "b" * 64
     result.model_changed = f"{'a' * 64} → {'b' * 64}"
     arm.add(result)
-    board = "\n".join(scoreboard_lines([arm]))
+    board = "\n".join(scoreboard_lines([arm], None))
     assert f"model changed: {'a' * 64} → {'b' * 64}" in board
     assert "b" * 19 in board  # the digest column of the timing table
     text = markdown([arm], None)
