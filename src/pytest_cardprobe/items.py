@@ -63,9 +63,13 @@ def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
 
 def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list[str]:
     """Load every suite up front; the problems a run over ``args`` would stop on."""
+    from pytest_cardprobe.suite.builtin import builtin_suite_path
+
     errors = []
     found = False
-    for path in suite_files_under(args, root):
+    paths = [*suite_files_under(args, root), *map(builtin_suite_path, state.settings.suites)]
+    state.suites_found += len(paths)
+    for path in paths:
         found = True
         try:
             load_suite(path, known_judges=state.judge_names())
@@ -77,6 +81,39 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
             "cardprobe_models in [tool.pytest.ini_options]"
         )
     return errors
+
+
+#: Node id prefix of a built-in suite: ``cardprobe:cards::date[model-tool-cold]``. It is not a
+#: path, so a test of a built-in suite is re-run with ``--cardprobe-suite NAME -k``.
+BUILTIN_PREFIX = "cardprobe:"
+
+
+def builtin_suite_files(session: pytest.Session, names: list[str]) -> list[SuiteFile]:
+    """Collectors for the built-in suites ``names``, wherever the package is installed."""
+    from pytest_cardprobe.suite.builtin import builtin_suite_path
+
+    return [
+        SuiteFile.from_parent(session, path=builtin_suite_path(name), nodeid=BUILTIN_PREFIX + name)
+        for name in names
+    ]
+
+
+def rerecord_hint(nodeid: str, model: str, live: bool) -> str:
+    """The command that records one test again (a built-in suite's id is not a path)."""
+    mode = "" if live else " --live"
+    if nodeid.startswith(BUILTIN_PREFIX):
+        suite, _, name = nodeid.removeprefix(BUILTIN_PREFIX).partition("::")
+        return f'pytest{mode} --cardprobe-suite {suite} --model {model} -k "{name}"'
+    return f'pytest{mode} --model {model} "{nodeid}"'
+
+
+def no_suite_message() -> str:
+    """What to do when models were given but no suite was collected."""
+    return (
+        "no cardprobe suite was collected, so no model was probed. Add a built-in suite with "
+        "`pytest --cardprobe-suite cards` (`pytest --cardprobe-suite list` shows them; ini "
+        "cardprobe_suites), or write your own: `python -m pytest_cardprobe init` starts one"
+    )
 
 
 class ProbeFailed(Exception):
@@ -95,6 +132,7 @@ class SuiteFile(pytest.File):
         from pytest_cardprobe.state import get_state
 
         state = get_state(self.config)
+        state.suites_found += 1
         try:
             suite = load_suite(self.path, known_judges=state.judge_names())
         except SuiteError as exc:

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
+from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
 from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS, THINK_LEVELS
 from pytest_cardprobe.wire.cassettes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
@@ -67,6 +68,15 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="NAME",
         default=[],
         help="model to probe; repeat for several (ini: cardprobe_models)",
+    )
+    group.addoption(
+        "--cardprobe-suite",
+        action="append",
+        dest="cardprobe_suites",
+        metavar="NAME",
+        default=[],
+        help="add a built-in suite to the run; repeat for several; `list` prints them "
+        "(ini: cardprobe_suites)",
     )
     group.addoption(
         "--live",
@@ -210,6 +220,9 @@ def add_options(parser: pytest.Parser) -> None:
         help="write a self-contained HTML report (charts, case x arm grid, whole replies) here",
     )
     parser.addini("cardprobe_models", "models to probe", type="linelist", default=[])
+    parser.addini(
+        "cardprobe_suites", "built-in suites added to every run", type="linelist", default=[]
+    )
     parser.addini("cardprobe_api", "wire API: ollama or openai", default=_DEFAULT.api)
     parser.addini("cardprobe_servers", "server base URLs", type="linelist", default=[])
     parser.addini("cardprobe_stream", "ask with stream:true", type="bool", default=_DEFAULT.stream)
@@ -320,8 +333,16 @@ def resolve_settings(config: pytest.Config) -> Settings:
     if floor is None:
         floor = _ini(config, "cardprobe_noise_floor", non_negative_int("cardprobe_noise_floor"))
     baseline = _path(root, opt.cardprobe_baseline or str(config.getini("cardprobe_baseline")))
+    suites = list(opt.cardprobe_suites) or list(config.getini("cardprobe_suites"))
+    for name in suites:
+        try:
+            builtin_suite_path(name)
+        except UnknownSuite as exc:
+            flag = "--cardprobe-suite" if opt.cardprobe_suites else "ini key cardprobe_suites"
+            raise pytest.UsageError(f"{flag}: {exc}") from None
     return Settings(
         models=list(opt.cardprobe_models) or list(config.getini("cardprobe_models")),
+        suites=list(dict.fromkeys(suites)),
         record_mode=_record_mode(opt.cardprobe_live, opt.cardprobe_record_mode),
         api=api,
         servers=[normalise_server(s) for s in servers],

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_cardprobe import options
 from pytest_cardprobe.fixture import Cardprobe
-from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples
+from pytest_cardprobe.items import ProbeItem, SuiteFile, builtin_suite_files, marker_samples
 from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
 from pytest_cardprobe.types import ProbeResult
 
@@ -30,6 +30,19 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Options and ini keys (see options.py)."""
     options.add_options(parser)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--cardprobe-suite list``: print the built-in suites, one per line, and stop."""
+    from pytest_cardprobe.suite.builtin import BUILTIN_SUITES, LIST_WORD, describe_builtin
+
+    if LIST_WORD not in config.option.cardprobe_suites:
+        return None
+    from pytest_cardprobe.judge.registry import BUILTIN_JUDGES
+
+    for name in sorted(BUILTIN_SUITES):
+        print(describe_builtin(name, BUILTIN_JUDGES))
+    return 0
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -75,8 +88,25 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     from pytest_cardprobe.suite.loader import is_suite_file
 
     if file_path.suffix in (".yaml", ".yml") and is_suite_file(file_path):
+        if file_path.resolve() in get_state(parent.config).builtin_files:
+            return (
+                None  # the same file is in the run as a built-in suite (this repository's cases/)
+            )
         return SuiteFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Built-in suites join the session's top-level collectors, wherever pytest was started."""
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        names = get_state(collector.config).settings.suites
+        if names:
+            report.result.extend(builtin_suite_files(collector, names))
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -273,6 +303,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     from pytest_cardprobe.types import escape_control
 
     state = get_state(config)
+    if state.notice:
+        terminalreporter.write_sep("=", "cardprobe")
+        terminalreporter.write_line(escape_control(state.notice))
     lines = scoreboard_lines(state.arms, state.gate, config.get_verbosity()) + state.summary
     if not lines:
         return

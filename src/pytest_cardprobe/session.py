@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.items import no_suite_message
 from pytest_cardprobe.score import gate as gating
 from pytest_cardprobe.score.aggregate import ArmScore, aggregate
 from pytest_cardprobe.score.baseline import write_baseline
@@ -150,6 +151,12 @@ def write_reports(state: CardprobeState, arms: Sequence[ArmScore], gate: Gate | 
 
 def finish(session: pytest.Session, state: CardprobeState) -> None:
     """Decide the run: score, gate, set the exit status, write reports, call the hook."""
+    if (
+        session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        and state.settings.models
+        and not state.suites_found
+    ):
+        state.notice = no_suite_message()
     results = [r for r in state.results if r.suite]
     arms = aggregate(results)
     gate = decide_gate(state, arms, results)

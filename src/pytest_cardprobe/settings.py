@@ -24,6 +24,8 @@ class Settings:
     """Everything a run was configured with (options win over ini keys, ini over defaults)."""
 
     models: list[str]
+    #: Built-in suites added to the run (names from ``--cardprobe-suite`` / ``cardprobe_suites``).
+    suites: list[str] = field(default_factory=list)
     # none (replay only), once, stale or rewrite (--live); see wire/cassettes.py.
     record_mode: str = "none"
     api: str = _WIRE.api

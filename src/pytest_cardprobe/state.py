@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cardprobe.items import rerecord_hint
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.runtime import Runtime
 from pytest_cardprobe.score.aggregate import ArmScore
@@ -35,8 +37,19 @@ class CardprobeState:
     baseline_notes: list[str] = field(default_factory=list)
     arms: list[ArmScore] = field(default_factory=list)
     gate: Gate | None = None
+    #: Suite files this process collected (or checked before an xdist run).
+    suites_found: int = 0
+    #: A message for the end of the run that is not part of the scoreboard.
+    notice: str = ""
     _runtime: Runtime | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
+
+    @property
+    def builtin_files(self) -> set[Path]:
+        """The real files of the built-in suites this run adds."""
+        from pytest_cardprobe.suite.builtin import builtin_suite_path
+
+        return {builtin_suite_path(name).resolve() for name in self.settings.suites}
 
     @property
     def runtime(self) -> Runtime:
@@ -50,8 +63,7 @@ class CardprobeState:
             live = self.settings.live
 
             def hint(nodeid: str, model: str) -> str:
-                mode = "" if live else " --live"
-                return f'pytest{mode} --model {model} "{nodeid}"'
+                return rerecord_hint(nodeid, model, live)
 
             self._runtime = Runtime(
                 self.settings,
