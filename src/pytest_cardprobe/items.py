@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cardprobe.suite.loader import SuiteError, load_suite
+from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import CassetteProblem
@@ -72,9 +72,12 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
     for path in paths:
         found = True
         try:
-            load_suite(path, known_judges=state.judge_names())
+            suite = load_suite(path, known_judges=state.judge_names())
         except SuiteError as exc:
             errors.append(str(exc))
+            continue
+        if state.settings.strict_tools:
+            errors.extend(f"{f} (--strict-tools)" for f in tool_lint(suite))
     if found and not state.settings.models:
         errors.append(
             "no model to probe — pass --model NAME (repeatable) or set "
@@ -116,6 +119,19 @@ def no_suite_message() -> str:
     )
 
 
+class ToolLintWarning(pytest.PytestWarning):
+    """A call suite's tool declaration that small models handle badly (suite/toollint.py)."""
+
+
+def tool_lint(suite: Suite) -> list[str]:
+    """The tool-definition lint findings of a call suite, one line each."""
+    if not suite.is_call_suite:
+        return []
+    from pytest_cardprobe.suite.toollint import lint_tools
+
+    return [str(f) for f in lint_tools(suite.tools, suite.tools_file or suite.path)]
+
+
 class ProbeFailed(Exception):
     """A probe that did not pass; carries the result for the failure report."""
 
@@ -139,6 +155,12 @@ class SuiteFile(pytest.File):
             state.collect_errors.append(str(exc))
             return
         settings = state.settings
+        findings = tool_lint(suite)
+        if findings and settings.strict_tools:
+            state.collect_errors.extend(f"{f} (--strict-tools)" for f in findings)
+            return
+        for finding in findings:
+            self.warn(ToolLintWarning(finding))
         if not settings.models:
             state.collect_errors.append(
                 f"{self.path}: no model to probe — pass --model NAME (repeatable) or set "
@@ -180,15 +202,18 @@ class ProbeItem(pytest.Item):
 
         state = get_state(self.config)
         probe = self.probe
-        judge = state.judge_for(probe.suite.judge)
         try:
-            result = state.runtime.run(
-                probe,
-                self.samples(),
-                self.nodeid,
-                lambda text: judge(text, probe.case, probe.suite),
-                self.server,
-            )
+            if probe.suite.is_call_suite:
+                result = state.runtime.run_calls(probe, self.samples(), self.nodeid)
+            else:
+                judge = state.judge_for(probe.suite.judge)
+                result = state.runtime.run(
+                    probe,
+                    self.samples(),
+                    self.nodeid,
+                    lambda text: judge(text, probe.case, probe.suite),
+                    self.server,
+                )
         except CassetteProblem as exc:
             self.result = ProbeResult(
                 self.nodeid,

@@ -12,7 +12,7 @@ import pytest
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
-from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS, THINK_LEVELS
+from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS, THINK_LEVELS
 from pytest_cardprobe.wire.cassettes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
 
@@ -136,7 +136,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--channel",
         action="append",
         dest="cardprobe_channels",
-        choices=CHANNELS,
+        choices=ALL_CHANNELS,
         default=[],
         help="only this channel (repeatable)",
     )
@@ -199,6 +199,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail when an arm has no baseline",
     )
     group.addoption(
+        "--strict-tools",
+        action="store_true",
+        dest="cardprobe_strict_tools",
+        default=None,
+        help="tool-definition lint findings of call suites are usage errors, not warnings "
+        "(ini: cardprobe_strict_tools)",
+    )
+    group.addoption(
         "--cardprobe-json",
         dest="cardprobe_json",
         metavar="PATH",
@@ -222,6 +230,12 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("cardprobe_models", "models to probe", type="linelist", default=[])
     parser.addini(
         "cardprobe_suites", "built-in suites added to every run", type="linelist", default=[]
+    )
+    parser.addini(
+        "cardprobe_strict_tools",
+        "tool-definition lint findings are usage errors",
+        type="bool",
+        default=_DEFAULT.strict_tools,
     )
     parser.addini("cardprobe_api", "wire API: ollama or openai", default=_DEFAULT.api)
     parser.addini("cardprobe_servers", "server base URLs", type="linelist", default=[])
@@ -356,6 +370,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         stream=stream,
         cassette_dir=cassette_dir or root / _DEFAULT.cassette_dir,
         api_key=os.environ.get("CARDPROBE_API_KEY") or None,
+        strict_tools=bool(
+            opt.cardprobe_strict_tools
+            if opt.cardprobe_strict_tools is not None
+            else config.getini("cardprobe_strict_tools")
+        ),
         gate=GateSettings(
             noise_floor=int(floor),
             strict_baseline=bool(opt.cardprobe_strict_baseline),

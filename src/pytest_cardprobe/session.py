@@ -16,7 +16,7 @@ import pytest
 from pytest_cardprobe.files import write_atomically
 from pytest_cardprobe.items import no_suite_message
 from pytest_cardprobe.score import gate as gating
-from pytest_cardprobe.score.aggregate import ArmScore, aggregate
+from pytest_cardprobe.score.aggregate import ArmScore, aggregate, canaries
 from pytest_cardprobe.score.baseline import write_baseline
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.score.outcome import FAILED, FLIP
@@ -81,10 +81,11 @@ def decide_gate(
     settings = state.settings
     if not arms:
         return None
+    found = canaries(results)
     if settings.update_baseline:
-        write_baseline(settings.baseline, arms, results)
-        return gating.updated(arms, settings.gate.noise_floor, settings.baseline.name)
-    return gating.decide(arms, results, state.baseline, settings.gate)
+        write_baseline(settings.baseline, arms, results, found)
+        return gating.updated(arms, settings.gate.noise_floor, settings.baseline.name, found)
+    return gating.decide(arms, results, state.baseline, settings.gate, found)
 
 
 def notes(state: CardprobeState, gate: Gate | None, failures: Failures, lowered: bool) -> list[str]:

@@ -40,6 +40,7 @@ class Settings:
     stream: bool = _WIRE.stream
     cassette_dir: Path = Path("cassettes")
     api_key: str | None = None
+    strict_tools: bool = False  # tool-lint findings are usage errors (--strict-tools)
     gate: GateSettings = field(default_factory=GateSettings)
     baseline: Path = Path("cardprobe-baseline.json")
     update_baseline: bool = False

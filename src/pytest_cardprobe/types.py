@@ -49,6 +49,12 @@ class ToolCall:
     arguments: dict[str, Any]
     # Set when the wire carried arguments that are not a JSON object (OpenAI sends a string).
     arguments_error: str | None = None
+    # The server's id for the call (OpenAI ``tool_calls[].id``); a tool result quotes it back.
+    # Not part of equality: the same call is the same name and arguments, whatever its id.
+    id: str | None = field(default=None, compare=False)
+    # The arguments arrived as a JSON string where the wire promises an object (an Ollama
+    # ``/api/chat`` reply, or an OpenAI string that held another JSON string) and were decoded.
+    arguments_as_string: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,37 @@ class FailureClass(enum.StrEnum):
     # The reply was cut by the token limit (finish reason ``length``) before it was a card.
     TRUNCATED = "truncated"
     INFRA = "infra"
+    # Call suites (``judge: call``) add these; see the README, "Your own tools".
+    OVER_CALL = "over_call"
+    WRONG_TOOL = "wrong_tool"
+    UNKNOWN_TOOL = "unknown_tool"
+    BAD_ARGUMENTS = "bad_arguments"
+    WRONG_ARGUMENTS = "wrong_arguments"
+    WRONG_FINAL = "wrong_final"
+    LOOP_LIMIT = "loop_limit"
+
+
+#: The failure classes a card judge gives, in scoreboard column order.
+CARD_CLASSES: tuple[FailureClass, ...] = (
+    FailureClass.MALFORMED,
+    FailureClass.DECLINED,
+    FailureClass.WRONG_ELEMENT,
+    FailureClass.TRUNCATED,
+    FailureClass.INFRA,
+)
+#: The failure classes the call judge gives, in scoreboard column order.
+CALL_CLASSES: tuple[FailureClass, ...] = (
+    FailureClass.DECLINED,
+    FailureClass.OVER_CALL,
+    FailureClass.WRONG_TOOL,
+    FailureClass.UNKNOWN_TOOL,
+    FailureClass.BAD_ARGUMENTS,
+    FailureClass.WRONG_ARGUMENTS,
+    FailureClass.WRONG_FINAL,
+    FailureClass.MALFORMED,
+    FailureClass.LOOP_LIMIT,
+    FailureClass.INFRA,
+)
 
 
 @dataclass(frozen=True)
@@ -154,6 +191,12 @@ class SampleRecord:
     thinking: str = ""
     # The server's own figures (tokens, durations), see wire.client.server_figures.
     figures: dict[str, float] = field(default_factory=dict)
+    # Call suites only (None elsewhere, and then left out of ``to_dict``): the names of the
+    # calls the model made, turn by turn; how many turns the loop took; how many calls
+    # carried their arguments as a JSON string.
+    calls: list[list[str]] | None = None
+    turns: int | None = None
+    args_as_string: int | None = None
 
     @classmethod
     def from_verdict(
@@ -173,12 +216,24 @@ class SampleRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
+        """JSON-able form (the call-suite fields only when set)."""
         # Not dataclasses.asdict: its deep copy of every field cost more than judging a reply.
         data = dict(vars(self))
         data["types"] = list(self.types)
         data["unknown_types"] = list(self.unknown_types)
+        if self.calls is None:
+            del data["calls"]
+        else:
+            data["calls"] = [list(turn) for turn in self.calls]
+        for name in ("turns", "args_as_string"):
+            if data[name] is None:
+                del data[name]
         return data
+
+    @property
+    def called(self) -> bool:
+        """A call suite's sample whose first turn made at least one call."""
+        return bool(self.calls and self.calls[0])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleRecord:
@@ -207,6 +262,8 @@ class ProbeResult:
     model_changed: str | None = None
     # The unrecorded warm-up request this test triggered: model, server, seconds, error.
     warmup: dict[str, Any] | None = None
+    # A call suite's canary role of the case (``needs_tool`` / ``no_tool``), else None.
+    canary: str | None = None
     # How pytest showed it against the baseline (score/outcome.py); set where the test ran.
     outcome: str | None = None
 
@@ -230,6 +287,8 @@ class ProbeResult:
         """JSON-able form."""
         data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
+        if data["canary"] is None:
+            del data["canary"]
         return data
 
     @classmethod

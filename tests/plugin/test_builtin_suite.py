@@ -20,7 +20,8 @@ def test_list_prints_one_line_per_builtin_suite_and_exits_0(pytester: pytest.Pyt
     result = pytester.runpytest("--cardprobe-suite", "list")
     assert result.ret == 0
     assert result.outlines == [
-        "cards  25 cases; judge card; channels prose, tool; conditions cold, history"
+        "cards  25 cases; judge card; channels prose, tool; conditions cold, history",
+        "tools  26 cases; judge call; channels call; conditions cold, history",
     ]
 
 

@@ -316,7 +316,7 @@ def test_custom_vocabulary_and_judge(tmp_path: Path) -> None:
     assert suite.judge == "strict"
     assert suite.vocabulary == ("Input.Date", "FactSet", "Widget")
     assert suite.case("facts").accept == ("Widget",)
-    with pytest.raises(SuiteError, match="unknown judge 'strict'; known judges: card"):
+    with pytest.raises(SuiteError, match="unknown judge 'strict'; known judges: call, card"):
         load_suite(path)
 
 
@@ -357,7 +357,7 @@ VARIANTS: list[tuple[str, tuple[tuple[str, str], ...], str | None, str]] = [
     ("samples-float", (("samples: 2", f"samples: 2.5  {MARK}"),), "samples", "got 2.5"),
     ("samples-bool", (("samples: 2", f"samples: true  {MARK}"),), "samples", "got true"),
     ("unknown-judge", (("judge: card", f"judge: vibes  {MARK}"),), "judge",
-     "unknown judge 'vibes'; known judges: card"),
+     "unknown judge 'vibes'; known judges: call, card"),
     ("unknown-channel", (("channels: [prose, tool]", f"channels: [prose, voice]  {MARK}"),),
      "channels[1]", "unknown channel 'voice'; use prose, tool"),
     ("channels-not-list", (("channels: [prose, tool]", f"channels: tool  {MARK}"),),

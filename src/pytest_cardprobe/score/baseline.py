@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.aggregate import CANARY_VERDICTS, ArmScore, Canary
 from pytest_cardprobe.types import ProbeResult
 
 BASELINE_FORMAT = 1
@@ -39,6 +39,8 @@ class Baseline:
     """Per arm id (``suite/model/channel/condition``), per case id, the remembered verdict."""
 
     arms: dict[str, dict[str, CaseVerdict]] = field(default_factory=dict)
+    # Call suites: per ``suite/model``, the canary verdict (``supported``, ...).
+    canary: dict[str, str] = field(default_factory=dict)
 
     def verdict(self, arm_id: str, case: str) -> CaseVerdict | None:
         """The baseline verdict of ``case`` in ``arm_id``, or None when it has none."""
@@ -84,7 +86,16 @@ def parse_baseline(data: object, source: str) -> Baseline:
                 tool_calls=entry.get("tool_calls", 0),
             )
         out[str(arm_id)] = cases
-    return Baseline(out)
+    canary = data.get("canary", {})
+    _want(isinstance(canary, dict), f"{source}: key 'canary'", "a mapping of suite/model keys")
+    assert isinstance(canary, dict)
+    for key, verdict in canary.items():
+        _want(
+            verdict in CANARY_VERDICTS,
+            f"{source}: key canary.{key}",
+            f"one of {', '.join(CANARY_VERDICTS)} (got {verdict!r})",
+        )
+    return Baseline(out, {str(k): str(v) for k, v in canary.items()})
 
 
 def load_baseline(path: Path) -> Baseline | None:
@@ -117,8 +128,12 @@ def route_counts(results: Sequence[ProbeResult]) -> dict[tuple[str, str], tuple[
     return counts
 
 
-def baseline_document(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> dict[str, Any]:
-    """The baseline document for this run's arms (stable ordering, no timestamps)."""
+def baseline_document(
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    canaries: Sequence[Canary] = (),
+) -> dict[str, Any]:
+    """The baseline document for this run's arms and canaries (stable ordering, no timestamps)."""
     counts = route_counts(results)
     out: dict[str, Any] = {}
     for arm in arms:
@@ -144,12 +159,20 @@ def baseline_document(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) 
             "tool_calls": arm.routes.get("tool_calls", 0),
             "verdicts": cases,
         }
-    return {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
+    data: dict[str, Any] = {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
+    if canaries:
+        data["canary"] = {c.key: c.verdict for c in sorted(canaries, key=lambda c: c.key)}
+    return data
 
 
-def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> None:
-    """Write the baseline atomically, keeping arms that did not run this time."""
-    data = baseline_document(arms, results)
+def write_baseline(
+    path: Path,
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    canaries: Sequence[Canary] = (),
+) -> None:
+    """Write the baseline atomically, keeping arms (and canaries) that did not run this time."""
+    data = baseline_document(arms, results, canaries)
     try:
         old = _read(path)
         parse_baseline(old, str(path))
@@ -157,4 +180,7 @@ def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[Probe
         old = None  # a broken file is what --update-baseline is asked to replace
     if isinstance(old, Mapping):
         data["arms"] = dict(sorted({**old["arms"], **data["arms"]}.items()))
+        canary = {**(old.get("canary") or {}), **data.get("canary", {})}
+        if canary:
+            data["canary"] = dict(sorted(canary.items()))
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

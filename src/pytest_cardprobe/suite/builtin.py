@@ -20,6 +20,7 @@ SUITES_DIR: Path = Path(__file__).resolve().parent.parent / "suites"
 #: Built-in suite name -> its file under :data:`SUITES_DIR`. One line per suite.
 BUILTIN_SUITES: dict[str, str] = {
     "cards": "cards.yaml",
+    "tools": "tools.yaml",
 }
 
 #: The word ``--cardprobe-suite`` takes to print the built-in suites instead of running.

@@ -14,8 +14,9 @@ one, can be reported.
 from __future__ import annotations
 
 import difflib
+import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -24,7 +25,19 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from pytest_cardprobe.suite.calls import (
+    CANARY_KINDS,
+    DEFAULT_MAX_TURNS,
+    Expectation,
+    ScriptedResult,
+    declared_names,
+    parse_expectation,
+    parse_results,
+)
+
 __all__ = [
+    "CALL_CHANNEL",
+    "CALL_JUDGE",
     "CHANNELS",
     "CONDITIONS",
     "DEFAULT_VOCABULARY",
@@ -42,6 +55,11 @@ __all__ = [
 ]
 
 CHANNELS: tuple[str, ...] = ("prose", "tool")
+#: A call suite (``judge: call``) has one channel: the suite's own tools, all declared at once.
+CALL_JUDGE = "call"
+CALL_CHANNEL = "call"
+#: Every channel a probe may have (``--channel`` accepts these).
+ALL_CHANNELS: tuple[str, ...] = (*CHANNELS, CALL_CHANNEL)
 CONDITIONS: tuple[str, ...] = ("cold", "history")
 #: Reasoning levels: ``off``/``on`` for Ollama's boolean ``think``, the rest an effort level.
 THINK_LEVELS: tuple[str, ...] = ("off", "on", "low", "medium", "high")
@@ -88,8 +106,14 @@ _TOP_KEYS = (
     "options",
     "think",
     "cases",
+    "tools",
+    "max_turns",
 )
 _CASE_KEYS = ("id", "prompt", "accept", "requires_input")
+# Keys that only a call suite may use, and the card-only keys a call suite may not.
+_CALL_TOP_KEYS = ("tools", "max_turns")
+_CARD_ONLY_TOP_KEYS = ("tool", "vocabulary")
+_CALL_CASE_KEYS = ("id", "prompt", "expect", "results", "max_turns", "canary")
 _TURN_KEYS = ("role", "content")
 _TOOL_KEYS = ("type", "function")
 _FUNCTION_KEYS = ("name", "description", "parameters", "strict")
@@ -139,6 +163,12 @@ class Case:
     accept: tuple[str, ...]
     requires_input: bool
     line: int | None = None
+    # Call suites only: what a good answer does, the scripted tool results of a loop, the
+    # loop's turn limit and the canary role of the case.
+    expect: Expectation | None = None
+    results: tuple[ScriptedResult, ...] = ()
+    max_turns: int = DEFAULT_MAX_TURNS
+    canary: str | None = None
 
     @property
     def is_control(self) -> bool:
@@ -177,6 +207,20 @@ class Suite:
     cases: tuple[Case, ...]
     # None when the suite does not say: --think or the ini key cardprobe_think decides.
     think: str | None = None
+    # Call suites only: every declared tool (sent with every request) and the file they
+    # came from when ``tools:`` named one.
+    tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    tools_file: Path | None = None
+
+    @property
+    def is_call_suite(self) -> bool:
+        """A suite judged by the call judge (``judge: call``)."""
+        return self.judge == CALL_JUDGE
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of a call suite's declared tools, in order."""
+        return declared_names(self.tools)
 
     @property
     def tool_name(self) -> str:
@@ -357,6 +401,62 @@ class _Converter:
 # --------------------------------------------------------------------------- validation
 
 
+_FailAt = Callable[[_KeyPath, str], NoReturn]
+_CALL_TOOL_KEYS = ("type", "function")
+_CALL_FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+
+
+def check_tools(value: list[Any], fail: _FailAt) -> list[dict[str, Any]]:
+    """A call suite's tool list: function declarations with unique names and parameter
+    schemas that are valid JSON Schema. Style problems are the lint's (suite/toollint.py)."""
+    if not value:
+        fail((), "expected at least one tool declaration")
+    seen: dict[str, int] = {}
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            fail((index,), f"expected a tool declaration mapping, got {_describe(item)}")
+        for name in item:
+            if name not in _CALL_TOOL_KEYS:
+                fail((index, name), f"unknown key; allowed: {_one_of(_CALL_TOOL_KEYS)}")
+        if item.get("type") != "function":
+            fail((index, "type"), f"expected 'function', got {_describe(item.get('type'))}")
+        function = item.get("function")
+        if not isinstance(function, dict):
+            fail((index, "function"), f"expected a mapping, got {_describe(function)}")
+        for name in function:
+            if name not in _CALL_FUNCTION_KEYS:
+                hint = difflib.get_close_matches(name, _CALL_FUNCTION_KEYS, n=1)
+                suggestion = f"did you mean {hint[0]!r}? " if hint else ""
+                fail(
+                    (index, "function", name),
+                    f"unknown key; {suggestion}allowed: {_one_of(_CALL_FUNCTION_KEYS)}",
+                )
+        tool_name = function.get("name")
+        if not isinstance(tool_name, str) or not tool_name:
+            fail((index, "function", "name"), f"expected a tool name, got {_describe(tool_name)}")
+        if tool_name in seen:
+            fail((index, "function", "name"), f"tool {tool_name!r} is declared twice")
+        seen[tool_name] = index
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(parameters, dict) or parameters.get("type") != "object":
+            fail(
+                (index, "function", "parameters"),
+                "expected a JSON Schema mapping with `type: object`",
+            )
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
+
+        try:
+            validator_for(parameters).check_schema(parameters)
+        except SchemaError as exc:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.path)
+            fail(
+                (index, "function", "parameters"),
+                f"not a valid JSON Schema at {where or 'the top'}: {exc.message}",
+            )
+    return value
+
+
 def _format_key(key: _KeyPath) -> str | None:
     """``("cases", 3, "accept")`` → ``"cases[3].accept"``."""
     text = ""
@@ -480,10 +580,17 @@ class _SuiteReader:
                 line=root_line,
             )
         self.version(data)
-        self.check_keys((), data, _TOP_KEYS, ("cardprobe", "prompts", "cases"))
+        self.check_keys((), data, _TOP_KEYS, ("cardprobe", "cases"))
 
         name = self.text(("name",), data.get("name", self.path.stem))
         judge = self.judge(data.get("judge", "card"))
+        if judge == CALL_JUDGE:
+            return self.read_call_suite(data, name)
+        for key in _CALL_TOP_KEYS:
+            if key in data:
+                self.fail((key,), f"`{key}` belongs to call suites (judge: call)")
+        if "prompts" not in data:
+            self.fail(("prompts",), "missing required key")
         channels = self.names(
             ("channels",), data.get("channels", list(CHANNELS)), CHANNELS, "channels"
         )
@@ -549,10 +656,11 @@ class _SuiteReader:
 
     def judge(self, value: Any) -> str:
         judge = self.text(("judge",), value)
-        if judge not in self.judges:
+        if judge != CALL_JUDGE and judge not in self.judges:
+            known = sorted({*self.judges, CALL_JUDGE})
             self.fail(
                 ("judge",),
-                f"unknown judge {judge!r}; known judges: {_one_of(sorted(self.judges))}",
+                f"unknown judge {judge!r}; known judges: {_one_of(known)}",
             )
         return judge
 
@@ -586,24 +694,202 @@ class _SuiteReader:
             if channel not in given:
                 continue
             entry = (*key, channel)
-            relative = self.text(entry, given[channel], "a prompt file path")
-            resolved = (self.path.parent / relative).resolve()
-            try:
-                prompt = resolved.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                self.fail(entry, f"prompt file not found: {resolved}")
-            except IsADirectoryError:
-                self.fail(entry, f"prompt path is a directory: {resolved}")
-            except UnicodeDecodeError:
-                self.fail(entry, f"prompt file is not UTF-8 text: {resolved}")
-            except OSError as exc:
-                self.fail(entry, f"cannot read prompt file {resolved}: {exc.strerror or exc}")
-            if not prompt.strip():
-                self.fail(entry, f"prompt file is empty: {resolved}")
+            prompt, resolved = self.read_file(entry, given[channel], "prompt")
             if channel in channels:
                 texts[channel] = prompt
                 files[channel] = resolved
         return texts, files
+
+    def read_file(self, entry: _KeyPath, value: Any, what: str) -> tuple[str, Path]:
+        """The text of a file named relative to the suite, and its resolved path."""
+        relative = self.text(entry, value, f"a {what} file path")
+        resolved = (self.path.parent / relative).resolve()
+        try:
+            text = resolved.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self.fail(entry, f"{what} file not found: {resolved}")
+        except IsADirectoryError:
+            self.fail(entry, f"{what} path is a directory: {resolved}")
+        except UnicodeDecodeError:
+            self.fail(entry, f"{what} file is not UTF-8 text: {resolved}")
+        except OSError as exc:
+            self.fail(entry, f"cannot read {what} file {resolved}: {exc.strerror or exc}")
+        if not text.strip():
+            self.fail(entry, f"{what} file is empty: {resolved}")
+        return text, resolved
+
+    # -- call suites (judge: call)
+
+    def read_call_suite(self, data: dict[str, Any], name: str) -> Suite:
+        for key in _CARD_ONLY_TOP_KEYS:
+            if key in data:
+                self.fail((key,), f"`{key}` belongs to card suites; a call suite declares `tools:`")
+        channels = (CALL_CHANNEL,)
+        if "channels" in data:
+            self.names(("channels",), data["channels"], channels, "channels")
+        conditions = self.names(
+            ("conditions",), data.get("conditions", list(CONDITIONS)), CONDITIONS, "conditions"
+        )
+        samples = self.samples(data.get("samples", 2))
+        prompts: dict[str, str] = {}
+        prompt_files: dict[str, Path] = {}
+        if "prompts" in data:
+            pkey: _KeyPath = ("prompts",)
+            given = self.mapping(pkey, data["prompts"], "a mapping with a `call` prompt file")
+            self.check_keys(pkey, given, channels, ())
+            if CALL_CHANNEL in given:
+                entry = (*pkey, CALL_CHANNEL)
+                text, resolved = self.read_file(entry, given[CALL_CHANNEL], "prompt")
+                prompts[CALL_CHANNEL], prompt_files[CALL_CHANNEL] = text, resolved
+        if "tools" not in data:
+            self.fail(
+                ("tools",),
+                "missing required key: a call suite declares its tools (a list in the "
+                "OpenAI/Ollama function format, or a path to a JSON or YAML file holding one)",
+            )
+        tools, tools_file = self.tools(data["tools"])
+        history: tuple[Turn, ...] = ()
+        if "history" in data:
+            history = self.history(data["history"])
+        elif "history" in conditions:
+            self.fail(("history",), "missing required key: the `history` condition needs turns")
+        options: dict[str, Any] = {}
+        if "options" in data:
+            options = self.mapping(("options",), data["options"])
+            self.json_value(("options",), options)
+        max_turns = self.max_turns(("max_turns",), data.get("max_turns", DEFAULT_MAX_TURNS))
+        cases = self.call_cases(data["cases"], declared_names(tools), max_turns)
+        return Suite(
+            path=self.path,
+            name=name,
+            judge=CALL_JUDGE,
+            channels=channels,
+            conditions=conditions,
+            samples=samples,
+            prompts=prompts,
+            prompt_files=prompt_files,
+            tool={},
+            history=history,
+            vocabulary=(),
+            options=options,
+            cases=cases,
+            tools=tuple(tools),
+            tools_file=tools_file,
+        )
+
+    def max_turns(self, key: _KeyPath, value: Any) -> int:
+        if type(value) is not int or value < 1:
+            self.fail(key, f"expected an integer >= 1, got {_describe(value)}")
+        return value
+
+    def tools(self, value: Any) -> tuple[list[dict[str, Any]], Path | None]:
+        """``tools:`` inline, or a JSON/YAML file relative to the suite."""
+        key: _KeyPath = ("tools",)
+        if isinstance(value, list):
+            return check_tools(value, lambda k, problem: self.fail((*key, *k), problem)), None
+        if not isinstance(value, str):
+            self.fail(
+                key,
+                "expected a list of tool declarations or a path to a JSON/YAML file, "
+                f"got {_describe(value)}",
+            )
+        text, resolved = self.read_file(key, value, "tools")
+
+        def fail_in_file(k: _KeyPath, problem: str) -> NoReturn:
+            raise SuiteError(resolved, problem, "$" + (_format_key(k) or ""))
+
+        try:
+            if resolved.suffix.lower() == ".json":
+                loaded = json.loads(text)
+            else:
+                loaded = yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            kind = "JSON" if resolved.suffix.lower() == ".json" else "YAML"
+            raise SuiteError(resolved, f"not valid {kind}: {exc}".splitlines()[0]) from None
+        if not isinstance(loaded, list):
+            fail_in_file((), f"expected a list of tool declarations, got {_describe(loaded)}")
+        return check_tools(loaded, fail_in_file), resolved
+
+    def call_cases(self, value: Any, declared: list[str], max_turns: int) -> tuple[Case, ...]:
+        key: _KeyPath = ("cases",)
+        if not isinstance(value, list) or not value:
+            self.fail(key, f"expected a non-empty list of cases, got {_describe(value)}")
+        cases: list[Case] = []
+        first_line: dict[str, int | None] = {}
+        for index, item in enumerate(value):
+            entry = (*key, index)
+            case = self.mapping(entry, item, "a case mapping (id, prompt, expect)")
+            self.check_keys(entry, case, _CALL_CASE_KEYS, ("id", "prompt", "expect"))
+            case_id = self.case_id(entry, case["id"], first_line)
+
+            def fail(key: _KeyPath, problem: str, case_id: str = case_id) -> NoReturn:
+                # Name the case by its id too: "cases[7]" alone sends people counting.
+                self.fail(key, f"case {case_id!r}: {problem}")
+
+            prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
+            expect = parse_expectation(case["expect"], (*entry, "expect"), fail, declared)
+            results: tuple[ScriptedResult, ...] = ()
+            if "results" in case:
+                if not expect.multi_turn:
+                    fail(
+                        (*entry, "results"),
+                        "results: feed a tool loop, and only a `sequence:` expectation runs one",
+                    )
+                results = parse_results(case["results"], (*entry, "results"), fail, declared)
+            turns = max_turns
+            if "max_turns" in case:
+                turns = self.max_turns((*entry, "max_turns"), case["max_turns"])
+            if expect.multi_turn and len(expect.calls) > turns:
+                fail(
+                    (*entry, "max_turns"),
+                    f"the sequence has {len(expect.calls)} calls but the loop stops after "
+                    f"{turns} turns",
+                )
+            canary = case.get("canary")
+            if canary is not None:
+                if canary not in CANARY_KINDS:
+                    fail(
+                        (*entry, "canary"),
+                        f"unknown canary {_describe(canary)}; use {_one_of(CANARY_KINDS)}",
+                    )
+                if (canary == "no_tool") != (expect.kind == "no_call"):
+                    fail(
+                        (*entry, "canary"),
+                        "a `no_tool` canary expects `no_call: true`; a `needs_tool` canary "
+                        "expects a call",
+                    )
+            cases.append(
+                Case(
+                    id=case_id,
+                    prompt=prompt,
+                    accept=(),
+                    requires_input=False,
+                    line=self.lines.get(entry),
+                    expect=expect,
+                    results=results,
+                    max_turns=turns,
+                    canary=canary,
+                )
+            )
+        return tuple(cases)
+
+    def case_id(self, entry: _KeyPath, case_id: Any, first_line: dict[str, int | None]) -> str:
+        """A valid, unique case id (it becomes part of the pytest test id)."""
+        if not isinstance(case_id, str) or not _CASE_ID.fullmatch(case_id):
+            self.fail(
+                (*entry, "id"),
+                f"expected an id of letters, digits, '_', '.' or '-' (it becomes part of the "
+                f"pytest test id), got {_describe(case_id)}",
+            )
+        if case_id in first_line:
+            where = first_line[case_id]
+            self.fail(
+                (*entry, "id"),
+                f"duplicate case id {case_id!r}"
+                + (f" (first used on line {where})" if where else ""),
+            )
+        first_line[case_id] = self.lines.get((*entry, "id"))
+        return case_id
 
     def tool(self, value: Any) -> dict[str, Any]:
         key: _KeyPath = ("tool",)

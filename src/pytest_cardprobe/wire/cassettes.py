@@ -36,8 +36,12 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def fingerprint(request: ChatRequest) -> dict[str, str]:
-    """Short hashes of each part of a request, so a stale recording can say what changed."""
+def fingerprint(request: ChatRequest, tools_label: str = "tool declaration") -> dict[str, str]:
+    """Short hashes of each part of a request, so a stale recording can say what changed.
+
+    ``tools_label`` names the tools part: call suites say ``tools`` (their declared tool
+    list); card suites keep ``tool declaration``, which their recorded cassettes carry.
+    """
     system = [m for m in request.messages if m.get("role") == "system"]
     rest = [m for m in request.messages if m.get("role") != "system"]
     parts = {
@@ -45,7 +49,7 @@ def fingerprint(request: ChatRequest) -> dict[str, str]:
         "system prompt": _digest(system),
         "history": _digest(rest[:-1]),
         "question": _digest(rest[-1:]),
-        "tool declaration": _digest(request.tools),
+        tools_label: _digest(request.tools),
         "options": _digest(request.options),
     }
     if request.think != "off":

@@ -89,28 +89,49 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
     return RequestRejected(f"HTTP {status}: {message}")
 
 
-def _decode_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
+def _decode_arguments(value: Any, object_expected: bool) -> tuple[dict[str, Any], str | None, bool]:
+    """Arguments as an object, an error, and whether they came as a JSON string where the
+    wire promises an object (``object_expected``: Ollama) or as a string holding another
+    JSON string (double-encoded, seen from OpenAI-compatible servers)."""
     if isinstance(value, dict):
-        return value, None
+        return value, None, False
     if isinstance(value, str):
         try:
             decoded = json.loads(value)
         except ValueError as exc:
-            return {}, f"arguments are not valid JSON: {exc}"
+            return {}, f"arguments are not valid JSON: {exc}", False
+        as_string = object_expected
+        if isinstance(decoded, str):
+            try:
+                decoded = json.loads(decoded)
+            except ValueError:
+                return {}, "arguments decode to str, not an object", False
+            as_string = True
         if isinstance(decoded, dict):
-            return decoded, None
-        return {}, f"arguments decode to {type(decoded).__name__}, not an object"
-    return {}, f"arguments have type {type(value).__name__}"
+            return decoded, None, as_string
+        return {}, f"arguments decode to {type(decoded).__name__}, not an object", False
+    return {}, f"arguments have type {type(value).__name__}", False
 
 
-def _tool_call(entry: Any) -> ToolCall | None:
+def _tool_call(entry: Any, object_expected: bool = False) -> ToolCall | None:
     if not isinstance(entry, dict):
         return None
     fn = entry.get("function")
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         return None
-    arguments, error = _decode_arguments(fn.get("arguments", {}))
-    return ToolCall(fn["name"], arguments, error)
+    arguments, error, as_string = _decode_arguments(fn.get("arguments", {}), object_expected)
+    call_id = entry.get("id")
+    return ToolCall(
+        fn["name"],
+        arguments,
+        error,
+        id=call_id if isinstance(call_id, str) else None,
+        arguments_as_string=as_string,
+    )
+
+
+def _ollama_call(entry: Any) -> ToolCall | None:
+    return _tool_call(entry, object_expected=True)
 
 
 def parse_ollama_reply(body: dict[str, Any]) -> ChatReply:
@@ -120,7 +141,7 @@ def parse_ollama_reply(body: dict[str, Any]) -> ChatReply:
         # done:false: not a finished turn, so not model behaviour to judge.
         raise InfraError("reply ended with done:false (the server stopped before finishing)")
     message = body.get("message") or {}
-    calls = [c for c in map(_tool_call, message.get("tool_calls") or []) if c]
+    calls = [c for c in map(_ollama_call, message.get("tool_calls") or []) if c]
     return ChatReply(
         content=message.get("content") or "",
         thinking=message.get("thinking") or "",
@@ -152,7 +173,7 @@ def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
         message = chunk.get("message") or {}
         content.append(message.get("content") or "")
         thinking.append(message.get("thinking") or "")
-        calls.extend(c for c in map(_tool_call, message.get("tool_calls") or []) if c)
+        calls.extend(c for c in map(_ollama_call, message.get("tool_calls") or []) if c)
         last = chunk
     if not last.get("done"):
         raise InfraError(f"stream ended after {chunks} chunks without done:true")
@@ -185,6 +206,7 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
     content: list[str] = []
     thinking: list[str] = []
     names: dict[int, str] = {}
+    ids: dict[int, str] = {}
     fragments: dict[int, list[str]] = {}
     finish: str | None = None
     chunks = 0
@@ -215,6 +237,8 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
             for part in delta.get("tool_calls") or []:
                 index = int(part.get("index", 0))
                 fn = part.get("function") or {}
+                if isinstance(part.get("id"), str) and part["id"]:
+                    ids.setdefault(index, part["id"])
                 if fn.get("name"):
                     names[index] = names.get(index, "") + fn["name"]
                 fragments.setdefault(index, []).append(fn.get("arguments") or "")
@@ -223,8 +247,17 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
         raise InfraError(f"SSE stream ended after {chunks} events without [DONE]")
     calls = []
     for index in sorted(set(names) | set(fragments)):
-        arguments, error = _decode_arguments("".join(fragments.get(index, [])) or "{}")
-        calls.append(ToolCall(names.get(index, ""), arguments, error))
+        joined = "".join(fragments.get(index, [])) or "{}"
+        arguments, error, as_string = _decode_arguments(joined, object_expected=False)
+        calls.append(
+            ToolCall(
+                names.get(index, ""),
+                arguments,
+                error,
+                id=ids.get(index),
+                arguments_as_string=as_string,
+            )
+        )
     return ChatReply(
         content="".join(content),
         thinking="".join(thinking),
@@ -313,8 +346,11 @@ class ChatClient:
                 body["temperature"] = opts.pop("temperature")
             if "num_predict" in opts:
                 body["max_tokens"] = opts.pop("num_predict")
-            if "seed" in opts:
-                body["seed"] = opts.pop("seed")
+            # These have no Ollama equivalent in ``options`` but are part of the OpenAI
+            # request; a suite or the adjust hook sets them through the options.
+            for key in ("seed", "stop", "tool_choice"):
+                if key in opts:
+                    body[key] = opts.pop(key)
             fmt = opts.pop("format", None)
             if fmt == "json":
                 body["response_format"] = {"type": "json_object"}
