@@ -129,4 +129,15 @@ def real_llama_server() -> RealServer:
     )
 
 
+@pytest.fixture(scope="session")
+def real_ollama_2(real_ollama: RealServer) -> RealServer:
+    """A second real Ollama (`scripts/real-servers start --ollama 2`) serving the same model."""
+    return _real_server(
+        "second Ollama (scripts/real-servers start --ollama 2)",
+        "CARDPROBE_OLLAMA_URL_2",
+        "CARDPROBE_OLLAMA_MODEL",
+        [("GET", "/api/version", False), ("POST", "/api/show", True)],
+    )
+
+
 # ============================ end of real-server fixtures ====================================

@@ -218,6 +218,8 @@ class ProbeItem(pytest.Item):
         for word in (probe.model, probe.channel, probe.condition, probe.case.id, probe.suite.name):
             self.keywords[word] = True
         self.result: ProbeResult | None = None
+        # Set when the run is ordered (plugin.order_probes): the server of this test's lane.
+        self.server: str | None = None
 
     def samples(self) -> int:
         """--samples, else the samples(n) marker, else the suite's default."""
@@ -242,6 +244,7 @@ class ProbeItem(pytest.Item):
                     self.samples(),
                     self.nodeid,
                     lambda text: judge(text, probe.case, probe.suite),
+                    self.server,
                 )
         except CassetteProblem as exc:
             self.result = ProbeResult(

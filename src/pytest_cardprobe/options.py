@@ -14,7 +14,8 @@ import pytest
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
-from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS
+from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS, THINK_LEVELS
+from pytest_cardprobe.wire.cassettes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
 
 # Defaults of the ini keys, read from the classes that own them (each written once).
@@ -133,7 +134,31 @@ def add_options(parser: pytest.Parser) -> None:
         "--live",
         action="store_true",
         dest="cardprobe_live",
-        help="ask the real server and re-record cassettes (default: replay cassettes offline)",
+        help="ask the real server and re-record every selected test (--record-mode rewrite)",
+    )
+    group.addoption(
+        "--record-mode",
+        dest="cardprobe_record_mode",
+        choices=RECORD_MODES,
+        default=None,
+        help="none: replay only (default); once: record tests without a cassette, replay the "
+        "rest; stale: also re-record stale ones; rewrite: re-record every selected test",
+    )
+    group.addoption(
+        "--think",
+        dest="cardprobe_think",
+        choices=THINK_LEVELS,
+        default=None,
+        help="reasoning level: off (default), on, low, medium, high; Ollama think / OpenAI "
+        "reasoning_effort; beats a suite's think key (ini: cardprobe_think)",
+    )
+    group.addoption(
+        "--no-warmup",
+        action="store_false",
+        dest="cardprobe_warmup",
+        default=True,
+        help="live runs: skip the unrecorded warm-up request before each model's first "
+        "recorded one",
     )
     group.addoption(
         "--api",
@@ -278,6 +303,21 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "cardprobe_keep_alive", "keep_alive of every Ollama request", default=_DEFAULT.keep_alive
     )
+    parser.addini(
+        "cardprobe_think",
+        "reasoning level when neither --think nor the suite says: off, on, low, medium, high",
+        default=_DEFAULT.think_default,
+    )
+    parser.addini(
+        "cardprobe_breaker",
+        "consecutive infra failures on one server before its remaining tests fail at once",
+        default=str(_DEFAULT.breaker),
+    )
+    parser.addini(
+        "cardprobe_parallel",
+        "requests in flight per server across all xdist workers",
+        default=str(_DEFAULT.parallel),
+    )
     parser.addini("cardprobe_noise_floor", "cases an arm may lose", default=str(_GATE.noise_floor))
     parser.addini("cardprobe_baseline", "baseline file", default=str(_DEFAULT.baseline))
     parser.addini(
@@ -339,6 +379,23 @@ def normalise_server(url: str) -> str:
     return f"{scheme}://{rest}"
 
 
+def _choice(config: pytest.Config, name: str, allowed: tuple[str, ...]) -> str:
+    """An ini value that must be one of ``allowed``."""
+    raw = str(config.getini(name)).strip()
+    if raw not in allowed:
+        raise pytest.UsageError(f"ini key {name} must be one of {', '.join(allowed)}; got {raw!r}")
+    return raw
+
+
+def _record_mode(live: bool, mode: str | None) -> str:
+    """``--live`` is short for ``--record-mode rewrite``; asking for both differently is wrong."""
+    if live and mode not in (None, "rewrite"):
+        raise pytest.UsageError(
+            f"--live means --record-mode rewrite; it cannot be combined with --record-mode {mode}"
+        )
+    return "rewrite" if live else (mode or "none")
+
+
 def resolve_settings(config: pytest.Config) -> Settings:
     """Options win over ini keys, ini keys over defaults; read once, in ``pytest_configure``."""
     opt = config.option
@@ -390,7 +447,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         max_file_mb=_ini(config, "cardprobe_max_file_mb", positive_float("cardprobe_max_file_mb")),
         redact_fields=[*_DEFAULT.redact_fields, *config.getini("cardprobe_redact_fields")],
         headers=_headers(list(config.getini("cardprobe_headers"))),
-        live=bool(opt.cardprobe_live),
+        record_mode=_record_mode(opt.cardprobe_live, opt.cardprobe_record_mode),
         api=api,
         servers=[normalise_server(s) for s in servers],
         samples=opt.cardprobe_samples,
@@ -417,5 +474,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         update_baseline=bool(opt.cardprobe_update_baseline),
         json_report=_path(root, opt.cardprobe_json),
         md_report=_path(root, opt.cardprobe_md),
+        think=opt.cardprobe_think,
+        warmup=bool(opt.cardprobe_warmup),
+        think_default=_choice(config, "cardprobe_think", THINK_LEVELS),
+        breaker=int(_ini(config, "cardprobe_breaker", positive_int("cardprobe_breaker"))),
+        parallel=int(_ini(config, "cardprobe_parallel", positive_int("cardprobe_parallel"))),
         html_report=_path(root, opt.cardprobe_html),
     )

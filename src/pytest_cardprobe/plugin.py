@@ -128,12 +128,29 @@ def pytest_collection(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
         return
-    from pytest_cardprobe.items import preflight_errors
+    from pytest_cardprobe.items import preflight_errors, suite_files_under
 
     args = list(config.args) or [str(config.rootpath)]
-    errors = preflight_errors(get_state(config), args, Path(str(config.invocation_params.dir)))
+    state = get_state(config)
+    errors = preflight_errors(state, args, Path(str(config.invocation_params.dir)))
     if errors:
         raise pytest.UsageError("\n".join(errors))
+    if any(True for _ in suite_files_under(args, Path(str(config.invocation_params.dir)))):
+        from pytest_cardprobe import preflight
+
+        # Workers collect; the controller checks the servers once for all of them.
+        preflight.check(state.settings, bool(config.option.collectonly))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Without xdist: check servers and models once, before the first selected probe test."""
+    config = session.config
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "no":
+        return
+    if any(isinstance(item, ProbeItem) for item in session.items):
+        from pytest_cardprobe import preflight
+
+        preflight.check(get_state(config).settings, bool(config.option.collectonly))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -143,6 +160,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("\n".join(state.collect_errors))
     for item in items:
         marker_samples(item)
+    order_probes(state, items)
+
+
+def order_probes(state: CardprobeState, items: list[pytest.Item]) -> None:
+    """Put probe tests in run order and give each the server of its lane.
+
+    Probe tests fill the positions probe tests had, so ordinary tests keep their places.
+    """
+    from pytest_cardprobe.schedule import lane_of
+    from pytest_cardprobe.suite.matrix import run_order
+
+    slots = [i for i, item in enumerate(items) if isinstance(item, ProbeItem)]
+    probes: list[ProbeItem] = [items[i] for i in slots]  # type: ignore[misc]
+    order = run_order([p.probe for p in probes], state.settings.models)
+    servers = state.settings.servers
+    lanes = state.lanes
+    for position, (slot, index) in enumerate(zip(slots, order, strict=True)):
+        item = probes[index]
+        items[slot] = item
+        item.server = servers[lane_of(position, len(slots), lanes) % len(servers)]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -295,6 +332,15 @@ class XdistHooks:
 
     def __init__(self, state: CardprobeState) -> None:
         self.state = state
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Live runs with xdist's default ``load`` hand out whole lanes (see schedule.py)."""
+        if not self.state.settings.live or config.getvalue("dist") != "load":
+            return None
+        from pytest_cardprobe.schedule import make_lane_scheduler
+
+        return make_lane_scheduler(config, log, self.state.lanes)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker that died is reported and fails the run."""

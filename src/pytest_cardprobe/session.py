@@ -121,6 +121,8 @@ def notes(state: CardprobeState, gate: Gate | None, failures: Failures, lowered:
         f"ERROR: xdist worker crashed: {crash} — its tests have no verdict"
         for crash in state.crashed_workers
     ]
+    lines += breaker_lines(state.results)
+    lines += warmup_lines(state.results)
     if lowered and gate is not None and failures.flips:
         lines.append(
             f"{failures.flips} flip(s) within the ±{gate.noise_floor} noise floor, so the run "
@@ -223,3 +225,38 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     report = {"arms": [a.to_dict() for a in arms], "gate": gate.to_dict() if gate else None}
     state.report = report
     session.config.hook.pytest_cardprobe_report(report=report, config=session.config)
+
+
+BREAKER_PREFIX = "circuit breaker open"
+
+
+def breaker_lines(results: list[ProbeResult]) -> list[str]:
+    """One line per server whose breaker opened, with how many tests it spared."""
+    spared: dict[str, int] = {}
+    why: dict[str, str] = {}
+    for result in results:
+        message = result.message or ""
+        if result.status == "infra" and message.startswith(BREAKER_PREFIX) and not result.samples:
+            server = message.split(" on ", 1)[1].split(" ", 1)[0]
+            spared[server] = spared.get(server, 0) + 1
+            why.setdefault(server, message)
+    return [
+        f"circuit breaker opened on {server}: {count} test(s) failed as infra and were not "
+        f"asked — {why[server]}"
+        for server, count in spared.items()
+    ]
+
+
+def warmup_lines(results: list[ProbeResult]) -> list[str]:
+    """The warm-up requests of a live run, apart from the tests they preceded."""
+    lines = []
+    for result in results:
+        warm = result.warmup
+        if not warm:
+            continue
+        outcome = f"failed: {warm['error']}" if warm.get("error") else "ok"
+        lines.append(
+            f"warm-up (unrecorded, unscored): {warm['model']} on {warm['server']}: "
+            f"{warm.get('seconds', 0):.2f} s, {outcome}"
+        )
+    return lines

@@ -29,7 +29,8 @@ class Settings:
     models: list[str]
     #: Built-in suites added to the run (names from ``--cardprobe-suite`` / ``cardprobe_suites``).
     suites: list[str] = field(default_factory=list)
-    live: bool = False
+    # none (replay only), once, stale or rewrite (--live); see wire/cassettes.py.
+    record_mode: str = "none"
     api: str = _WIRE.api
     servers: list[str] = field(default_factory=lambda: [DEFAULT_SERVER])
     samples: int | None = None
@@ -53,6 +54,20 @@ class Settings:
     max_samples: int = 100
     redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
     headers: dict[str, str] = field(default_factory=dict)
+    # --think when given (it beats a suite's `think:`); else the suite's, else think_default.
+    think: str | None = None
+    think_default: str = "off"
+    # One unrecorded request before a model's first recorded one (--no-warmup turns it off).
+    warmup: bool = True
+    # Requests in flight per server across all workers (ini cardprobe_parallel).
+    parallel: int = 1
+    # Consecutive infra failures on one server before its remaining tests fail at once.
+    breaker: int = 5
+
+    @property
+    def live(self) -> bool:
+        """True when the run talks to servers (any record mode but ``none``)."""
+        return self.record_mode != "none"
 
     def base_options(self) -> dict[str, Any]:
         """Model options every request carries (the reference request)."""

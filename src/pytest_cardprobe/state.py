@@ -72,7 +72,7 @@ class CardprobeState:
             self._runtime = Runtime(
                 self.settings,
                 backend_for(
-                    self.settings.live,
+                    self.settings.record_mode,
                     max_bytes=int(self.settings.max_file_mb * MB),
                     redact=self.settings.redact_fields,
                 ),
@@ -92,6 +92,11 @@ class CardprobeState:
 
             self._limits = suite_limits(self.config, self.settings)
         return self._limits
+
+    @property
+    def lanes(self) -> int:
+        """Contiguous runs of probe tests a live run is split into: one per server slot."""
+        return len(self.settings.servers) * max(1, self.settings.parallel)
 
     def judge_names(self) -> JudgeNames:
         """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""

@@ -27,6 +27,8 @@ class ChatRequest:
     messages: list[Message]
     tools: list[dict[str, Any]] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    # Reasoning level: off, on, low, medium or high (the wire maps it per API).
+    think: str = "off"
 
     @property
     def tool_names(self) -> list[str]:
@@ -72,6 +74,8 @@ class FailureClass(enum.StrEnum):
     MALFORMED = "malformed"
     DECLINED = "declined"
     WRONG_ELEMENT = "wrong_element"
+    # The reply was cut by the token limit (finish reason ``length``) before it was a card.
+    TRUNCATED = "truncated"
     INFRA = "infra"
     # Call suites (``judge: call``) add these; see the README, "Your own tools".
     OVER_CALL = "over_call"
@@ -88,6 +92,7 @@ CARD_CLASSES: tuple[FailureClass, ...] = (
     FailureClass.MALFORMED,
     FailureClass.DECLINED,
     FailureClass.WRONG_ELEMENT,
+    FailureClass.TRUNCATED,
     FailureClass.INFRA,
 )
 #: The failure classes the call judge gives, in scoreboard column order.
@@ -189,6 +194,11 @@ class SampleRecord:
     unknown_types: list[str] = field(default_factory=list)
     reply: str = ""
     finish_reason: str | None = None
+    # The model's reasoning (message.thinking, reasoning_content or a leading <think> block):
+    # kept for reports, never judged.
+    thinking: str = ""
+    # The server's own figures (tokens, durations), see wire.client.server_figures.
+    figures: dict[str, float] = field(default_factory=dict)
     # Call suites only (None elsewhere, and then left out of ``to_dict``): the names of the
     # calls the model made, turn by turn; how many turns the loop took; how many calls
     # carried their arguments as a JSON string.
@@ -252,6 +262,14 @@ class ProbeResult:
     status: str
     samples: list[SampleRecord] = field(default_factory=list)
     message: str | None = None
+    # The server this test asked (live runs; None in replay).
+    server: str | None = None
+    # The model's digest (Ollama) or system fingerprint (OpenAI) from the cassette.
+    model_digest: str | None = None
+    # "old → new" when a live run found a different digest than the old recording's.
+    model_changed: str | None = None
+    # The unrecorded warm-up request this test triggered: model, server, seconds, error.
+    warmup: dict[str, Any] | None = None
     # A call suite's canary role of the case (``needs_tool`` / ``no_tool``), else None.
     canary: str | None = None
     # How pytest showed it against the baseline (score/outcome.py); set where the test ran.
@@ -319,6 +337,16 @@ class ProbeResult:
             if s.unknown_types:
                 unknown = escape_control(", ".join(s.unknown_types))
                 lines.append(f"    unknown element types: {unknown}")
+            if s.thinking:
+                # Reasoning is model text too: escaped, and cut like the reply unless -vv.
+                if full:
+                    thought = escape_control(s.thinking, keep_newlines=True)
+                else:
+                    thought = escape_control(s.thinking[:REPLY_PREVIEW])
+                    extra = len(s.thinking) - REPLY_PREVIEW
+                    thought += f"… [{extra} more characters]" if extra > 0 else ""
+                body = thought.replace("\n", "\n    ~ ")
+                lines.append(f"    reasoning (not judged):\n    ~ {body}")
             if not s.reply:
                 continue
             if full:

@@ -10,6 +10,7 @@ import json
 
 import pytest
 from cardprobe_testing import cassette, report, set_replies
+from faultserver import fault_server
 
 CARDS = {
     "date": [{"type": "Input.Date", "id": "day", "label": "Day"}],
@@ -117,9 +118,8 @@ def test_arms_without_baseline_keep_the_model_verdict_and_say_how_to_record_one(
 
 
 def test_unscored_infra_past_the_share_is_inconclusive(recorded: pytest.Pytester) -> None:
-    result, data = report(
-        recorded, "--live", "--server", "http://127.0.0.1:9", "-k", "date and prose"
-    )
+    with fault_server() as server:  # answers preflight, then fails every call (500)
+        result, data = report(recorded, "--live", "--server", server.url, "-k", "date and prose")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert data["gate"]["decision"] == "inconclusive"
     assert data["gate"]["unscored"] == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from cardprobe_testing import cassette, report
+from faultserver import fault_server
 
 CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: a request that left would fail
 
@@ -120,9 +121,11 @@ def test_replay_rejudges_with_todays_suite(recorded: pytest.Pytester) -> None:
 def test_infra_during_live_run_keeps_the_old_cassette(recorded: pytest.Pytester) -> None:
     path = cassette(recorded, "date", "prose", "cold")
     old = path.read_bytes()
-    result, data = report(
-        recorded, "--live", "--server", CLOSED_PORT, "-k", "date and prose and cold"
-    )
+    # A server that answers preflight and then fails every call (500): infra mid-run.
+    with fault_server() as server:
+        result, data = report(
+            recorded, "--live", "--server", server.url, "-k", "date and prose and cold"
+        )
     assert data["tests"][0]["status"] == "infra"
     assert path.read_bytes() == old
     assert "infra" in result.stdout.str()

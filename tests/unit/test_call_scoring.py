@@ -222,8 +222,8 @@ class TestLoop:
         from pytest_cardprobe.settings import Settings
         from pytest_cardprobe.wire.cassettes import backend_for
 
-        runtime = Runtime(Settings(models=["m"]), backend_for(False))
-        runtime._client = client  # type: ignore[assignment]
+        runtime = Runtime(Settings(models=["m"]), backend_for("none"))
+        runtime._clients[runtime.server] = client  # type: ignore[assignment]
         return runtime
 
     def test_stops_when_the_model_answers_and_feeds_results_back_in_order(

@@ -34,6 +34,7 @@ __all__ = [
     "find_unknown_types",
     "infra_verdict",
     "judge_card",
+    "truncated_verdict",
 ]
 
 #: Types that are never reported as unknown: the envelope and inline text runs.
@@ -228,6 +229,25 @@ def _fail(
 def infra_verdict(message: str) -> Verdict:
     """A failed sample the model is not to blame for (HTTP error, timeout, connection)."""
     return _fail(f"infra: {message}", FailureClass.INFRA)
+
+
+#: Finish reasons that mean the reply hit the token limit (Ollama, OpenAI-compatible).
+CUT_OFF = ("length",)
+
+
+def truncated_verdict(verdict: Verdict, finish_reason: str | None) -> Verdict:
+    """A failed verdict on a reply the token limit cut off is ``truncated``, whatever it looked
+    like: the model was not done, so calling it declined or malformed would blame the model
+    for the limit. Passing verdicts and infra stay as they are.
+    """
+    if finish_reason not in CUT_OFF or verdict.passed or verdict.failure is FailureClass.INFRA:
+        return verdict
+    return _fail(
+        f"truncated at the token limit ({finish_reason}): {verdict.label}",
+        FailureClass.TRUNCATED,
+        verdict.types,
+        verdict.unknown_types,
+    )
 
 
 def judge_card(

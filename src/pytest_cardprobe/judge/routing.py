@@ -6,6 +6,7 @@ This is the one place where text-written tool calls are recovered (docs/design.m
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,6 +26,28 @@ class Answer:
     # A call to the declared tool that could not be used as-is (malformed arguments, or a
     # text-written call that recovery refused): the sample is malformed whatever the text says.
     refused: str | None = None
+    # Reasoning found in the content (a leading <think> block): reported, never judged.
+    thinking: str = ""
+
+
+_THINK_OPEN = "<think>"
+_THINK_BLOCK = re.compile(r"\A\s*<think>(.*?)</think>\s*", re.S)
+
+
+def split_reasoning(content: str) -> tuple[str, str]:
+    """``(answer, reasoning)``: a leading ``<think>…</think>`` block is not part of the answer.
+
+    Only a block at the very start counts; a ``<think>`` later in the text is the model's
+    answer. An opening tag that is never closed means the reply ended while still reasoning
+    (typically cut by the token limit), so there is no answer at all.
+    """
+    found = _THINK_BLOCK.match(content)
+    if found:
+        return content[found.end() :], found.group(1).strip()
+    stripped = content.lstrip()
+    if stripped.startswith(_THINK_OPEN):
+        return "", stripped[len(_THINK_OPEN) :].strip()
+    return content, ""
 
 
 def _body_text(arguments: dict[str, object]) -> str:
@@ -36,22 +59,24 @@ def _body_text(arguments: dict[str, object]) -> str:
 
 def answer_of(reply: ChatReply, channel: str, tool_name: str | None) -> Answer:
     """The route and judged text of ``reply`` on ``channel``."""
+    content, thinking = split_reasoning(reply.content)
     if channel != "tool" or not tool_name:
-        return Answer("content", reply.content)
+        return Answer("content", content, thinking=thinking)
     for call in reply.tool_calls:
         if call.name == tool_name:
             if call.arguments_error:
-                return Answer("tool_calls", "", refused=f"{tool_name}: {call.arguments_error}")
-            return Answer("tool_calls", _body_text(call.arguments))
+                refused = f"{tool_name}: {call.arguments_error}"
+                return Answer("tool_calls", "", refused=refused, thinking=thinking)
+            return Answer("tool_calls", _body_text(call.arguments), thinking=thinking)
     from pytest_cardprobe.judge.recovery import recover_tool_calls
 
-    recovery = recover_tool_calls(reply.content, [tool_name])
+    recovery = recover_tool_calls(content, [tool_name])
     if recovery.error:
-        return Answer("content", reply.content, refused=recovery.error)
+        return Answer("content", content, refused=recovery.error, thinking=thinking)
     for recovered in recovery.calls:
         if recovered.name == tool_name:
-            return Answer("recovered", _body_text(recovered.arguments))
-    return Answer("content", reply.content)
+            return Answer("recovered", _body_text(recovered.arguments), thinking=thinking)
+    return Answer("content", content, thinking=thinking)
 
 
 def turn_of(reply: ChatReply, declared: Sequence[str]) -> ModelTurn:

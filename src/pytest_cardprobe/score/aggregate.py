@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,14 @@ class ArmScore:
     failures: dict[str, int] = field(default_factory=dict)
     split: list[str] = field(default_factory=list)
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Model identity seen in this arm's cassettes, and "old → new" when a live run saw it change.
+    digests: list[str] = field(default_factory=list)
+    model_changed: list[str] = field(default_factory=list)
+    # Per-sample server figures: latency (server total, else wall clock), tokens, generation time.
+    latencies: list[float] = field(default_factory=list)
+    prompt_tokens: float = 0
+    generated_tokens: float = 0
+    generate_s: float = 0
     args_as_string: int = 0  # call arms: calls whose arguments came as a JSON string
 
     def __post_init__(self) -> None:
@@ -76,7 +86,18 @@ class ArmScore:
 
     def add(self, result: ProbeResult) -> None:
         """Count one test's result into this arm."""
+        if result.model_digest and result.model_digest not in self.digests:
+            self.digests.append(result.model_digest)
+        if result.model_changed and result.model_changed not in self.model_changed:
+            self.model_changed.append(result.model_changed)
         for sample in result.samples:
+            figures = sample.figures
+            latency = figures.get("total_s", figures.get("wall_s"))
+            if latency is not None:
+                self.latencies.append(latency)
+            self.prompt_tokens += figures.get("prompt_tokens", 0)
+            self.generated_tokens += figures.get("generated_tokens", 0)
+            self.generate_s += figures.get("generate_s", 0)
             if sample.failure:
                 self.failures[sample.failure] = self.failures.get(sample.failure, 0) + 1
             if sample.route:
@@ -116,10 +137,40 @@ class ArmScore:
             "failures": {k: self.failures.get(k, 0) for k in classes_of(self.channel)},
             "split": sorted(self.split),
             "cases": {k: self.cases[k] for k in sorted(self.cases)},
+            "model_digest": sorted(self.digests),
+            "model_changed": sorted(self.model_changed),
+            "timing": self.timing(),
         }
         if self.is_call_arm:
             data["args_as_string"] = self.args_as_string
         return data
+
+    def timing(self) -> dict[str, Any]:
+        """Latency and token figures of the arm's samples (reported, never gated)."""
+        rate = self.generated_tokens / self.generate_s if self.generate_s else None
+        return {
+            "samples": len(self.latencies),
+            "latency_median_s": _round(statistics.median(self.latencies))
+            if self.latencies
+            else None,
+            "latency_p95_s": _round(percentile(self.latencies, 95)),
+            "prompt_tokens": int(self.prompt_tokens),
+            "generated_tokens": int(self.generated_tokens),
+            "tokens_per_s": _round(rate),
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def percentile(values: Sequence[float], pct: float) -> float | None:
+    """Nearest-rank percentile (the smallest value with ``pct`` % of values at or below it)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
 
 
 def aggregate(results: Iterable[ProbeResult]) -> list[ArmScore]:

@@ -172,6 +172,50 @@ def gate_lines(gate: Gate) -> list[str]:
     return lines
 
 
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _timing(key: str, shown: Callable[[Any], str] = str) -> Callable[[ArmScore], str]:
+    """A timing-table cell showing one figure of :meth:`ArmScore.timing`."""
+
+    def cell(arm: ArmScore) -> str:
+        return shown(arm.timing()[key])
+
+    return cell
+
+
+TIMING_TITLE = "timing and tokens (server figures; not gated)"
+
+
+def timing_table(arms: Sequence[ArmScore]) -> tuple[list[str], list[list[str]]]:
+    """Latency, tokens and speed per arm that has server figures (never gated).
+
+    The model's identity (digest or fingerprint) gets a column when some arm recorded one.
+    """
+    shown = [a for a in arms if a.timing()["samples"] or a.digests]
+    if not shown:
+        return [], []
+    cols: list[tuple[str, Callable[[ArmScore], str]]] = [
+        ("arm", lambda a: a.id),
+        ("samples", _timing("samples")),
+        ("median s", _timing("latency_median_s", _num)),
+        ("p95 s", _timing("latency_p95_s", _num)),
+        ("prompt tok", _timing("prompt_tokens")),
+        ("gen tok", _timing("generated_tokens")),
+        ("tok/s", _timing("tokens_per_s", _num)),
+    ]
+    if any(a.digests for a in shown):
+        # The first 19 characters tell digests apart in a table; the JSON has them whole.
+        cols.append(("model", lambda a: ", ".join(d[:19] for d in a.digests) or "-"))
+    return [h for h, _ in cols], [[cell(a) for _, cell in cols] for a in shown]
+
+
+def model_changes(arms: Sequence[ArmScore]) -> list[str]:
+    """One line per arm whose model differs from the one its old recording was made with."""
+    return [f"{a.id}: model changed: {c}" for a in arms for c in a.model_changed]
+
+
 def canary_lines(gate: Gate | None) -> list[str]:
     """One line per call suite x model that ran canary cases."""
     return [c.line() for c in gate.canaries] if gate else []
@@ -206,6 +250,12 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
         lines = [line for t in tables(changed(arms, gate), gate) for line in t]
         return lines + (gate_lines(gate)[:1] if gate else []) + no_baseline_line(gate)
     lines = [line for t in tables(arms, gate) for line in t]
+    headers, timing = timing_table(arms)
+    if timing:
+        lines += ["", f"{TIMING_TITLE}:", *table(headers, timing)]
+    changes = model_changes(arms)
+    if changes:
+        lines += ["", "model changed since the recording:", *(f"  {c}" for c in changes)]
     split = [(a, c) for a in arms for c in sorted(a.split)]
     if split:
         lines += ["", "split cases (samples disagreed):"]
@@ -251,6 +301,16 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     if flips:
         out += ["", "### Flipped cases", ""]
         out.extend(f"- {_md_cell(line)}" for line in flips)
+    headers, timing = timing_table(arms)
+    if timing:
+        out += ["", f"### {TIMING_TITLE[0].upper()}{TIMING_TITLE[1:]}", ""]
+        out.append("| " + " | ".join(headers) + " |")
+        out.append("|" + "---|" * len(headers))
+        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in timing)
+    changes = model_changes(arms)
+    if changes:
+        out += ["", "### Model changed since the recording", ""]
+        out.extend(f"- {_md_cell(line)}" for line in changes)
     split = [(a.id, c) for a in arms for c in sorted(a.split)]
     if split:
         out += ["", "### Split cases", ""]

@@ -51,6 +51,7 @@ __all__ = [
     "REFERENCE_VOCABULARY",
     "SCHEMA_PATH",
     "SUITE_VERSION",
+    "THINK_LEVELS",
     "Case",
     "Suite",
     "SuiteError",
@@ -67,6 +68,8 @@ CALL_CHANNEL = "call"
 #: Every channel a probe may have (``--channel`` accepts these).
 ALL_CHANNELS: tuple[str, ...] = (*CHANNELS, CALL_CHANNEL)
 CONDITIONS: tuple[str, ...] = ("cold", "history")
+#: Reasoning levels: ``off``/``on`` for Ollama's boolean ``think``, the rest an effort level.
+THINK_LEVELS: tuple[str, ...] = ("off", "on", "low", "medium", "high")
 SUITE_VERSION = 1
 #: Upper bound of ``samples`` (suite key, marker, --samples); ini ``cardprobe_max_samples``.
 MAX_SAMPLES = 100
@@ -112,6 +115,7 @@ _TOP_KEYS = (
     "history",
     "vocabulary",
     "options",
+    "think",
     "cases",
     "tools",
     "max_turns",
@@ -212,6 +216,8 @@ class Suite:
     vocabulary: tuple[str, ...]
     options: Mapping[str, Any] = field(hash=False)
     cases: tuple[Case, ...]
+    # None when the suite does not say: --think or the ini key cardprobe_think decides.
+    think: str | None = None
     # Call suites only: every declared tool (sent with every request) and the file they
     # came from when ``tools:`` named one.
     tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
@@ -713,6 +719,7 @@ class _SuiteReader:
             options = self.mapping(("options",), data["options"])
             self.json_value(("options",), options)
 
+        think = self.think(data["think"]) if "think" in data else None
         cases = self.cases(data["cases"], vocabulary)
         return Suite(
             path=self.path,
@@ -728,6 +735,7 @@ class _SuiteReader:
             vocabulary=vocabulary,
             options=options,
             cases=cases,
+            think=think,
         )
 
     def version(self, data: dict[str, Any]) -> None:
@@ -753,6 +761,16 @@ class _SuiteReader:
                 f"unknown judge {judge!r}; known judges: {_one_of(known)}",
             )
         return judge
+
+    def think(self, value: Any) -> str:
+        # YAML 1.1 reads a bare `off`/`on` as a boolean; both mean the level of that name.
+        if value is True or value is False:
+            return "on" if value else "off"
+        if not isinstance(value, str) or value not in THINK_LEVELS:
+            self.fail(
+                ("think",), f"expected one of {_one_of(THINK_LEVELS)}, got {_describe(value)}"
+            )
+        return value
 
     def samples(self, value: Any) -> int:
         # ``type(...) is int`` on purpose: YAML ``true`` is a bool, and bool is an int subclass.

@@ -46,3 +46,36 @@ def expand(
                     if conditions and condition not in conditions:
                         continue
                     yield Probe(suite, case, model, channel, condition)
+
+
+def run_order(probes: Sequence[Probe], models: Sequence[str]) -> list[int]:
+    """Positions of ``probes`` sorted model → suite → channel → condition → case.
+
+    One model's tests run together so a server that holds one model at a time loads each
+    model once, and tests sharing a system prompt run back to back so the server's
+    prompt-prefix cache is reused. Models keep the order they were given in; suites the order
+    they were collected in; channels, conditions and cases the order of their suite file.
+    """
+    suite_rank: dict[str, int] = {}
+    case_rank: dict[tuple[str, str], int] = {}
+    for probe in probes:
+        path = str(probe.suite.path)
+        if path not in suite_rank:
+            suite_rank[path] = len(suite_rank)
+            for index, case in enumerate(probe.suite.cases):
+                case_rank[(path, case.id)] = index
+    model_rank = {model: index for index, model in reversed(list(enumerate(models)))}
+
+    def rank(position: int) -> tuple[int, int, int, int, int]:
+        probe = probes[position]
+        suite = probe.suite
+        path = str(suite.path)
+        return (
+            model_rank.get(probe.model, len(model_rank)),
+            suite_rank[path],
+            suite.channels.index(probe.channel) if probe.channel in suite.channels else 0,
+            suite.conditions.index(probe.condition) if probe.condition in suite.conditions else 0,
+            case_rank.get((path, probe.case.id), 0),
+        )
+
+    return sorted(range(len(probes)), key=rank)

@@ -9,8 +9,8 @@ from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.types import ChatRequest, Message
 
 
-def build_request(probe: Probe, base_options: Mapping[str, Any]) -> ChatRequest:
-    """The reference request for one probe (docs/design.md §5)."""
+def build_request(probe: Probe, base_options: Mapping[str, Any], think: str = "off") -> ChatRequest:
+    """The reference request for one probe (docs/design.md §5) at reasoning level ``think``."""
     suite = probe.suite
     messages: list[Message] = []
     # A call suite's system prompt is optional: its tools carry their own descriptions.
@@ -24,4 +24,6 @@ def build_request(probe: Probe, base_options: Mapping[str, Any]) -> ChatRequest:
         # Every declared tool goes with every request, as the application would send them.
         tools = [dict(t) for t in suite.tools]
     options = {**base_options, **suite.options}
-    return ChatRequest(model=probe.model, messages=messages, tools=tools, options=options)
+    return ChatRequest(
+        model=probe.model, messages=messages, tools=tools, options=options, think=think
+    )

@@ -82,7 +82,7 @@ def fingerprint(
     """
     system = [m for m in request.messages if m.get("role") == "system"]
     rest = [m for m in request.messages if m.get("role") != "system"]
-    return {
+    parts = {
         "model": request.model,
         "system prompt": _digest(system),
         "history": _digest(rest[:-1]),
@@ -90,6 +90,10 @@ def fingerprint(
         tools_label: _digest(request.tools),
         "options": _digest(redact_fields(request.options, redact)),
     }
+    if request.think != "off":
+        # Only when asked for: recordings made before thinking existed stay valid.
+        parts["thinking"] = request.think
+    return parts
 
 
 class CassetteProblem(Exception):
@@ -486,9 +490,20 @@ def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str
     if not isinstance(recorded, dict):
         raise StaleCassette(f"stale cassette {shown(path)}: it has no cardprobe fingerprint")
     changed = [k for k in expected if recorded.get(k) != expected[k]]
+    changed += [k for k in ("thinking",) if k in recorded and k not in expected]
     if changed:
         what = ", ".join(changed)
         raise StaleCassette(f"stale cassette {shown(path)}: {what} changed since recording")
+
+
+def recorded_model(path: Path) -> dict[str, str]:
+    """The model identity an existing cassette was recorded with (empty when unknown)."""
+    try:
+        data = read_cassette(path)
+    except CassetteProblem:
+        return {}
+    model = ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("model")
+    return {str(k): str(v) for k, v in model.items()} if isinstance(model, dict) else {}
 
 
 class Replay:
@@ -507,6 +522,10 @@ class Replay:
         self._playing: list[_Player] = []
         self.max_bytes = max_bytes
         self.redact = tuple(redact)
+
+    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+        """Replay never records."""
+        return False
 
     def player(self) -> Player:
         """What the replay client sends its requests to instead of a network."""
@@ -564,6 +583,10 @@ class Record:
     def __init__(self, redact: Sequence[str] = ()) -> None:
         self.redact = tuple(redact)
 
+    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+        """Every test is recorded."""
+        return True
+
     def player(self) -> None:
         """None: the client uses the network, and vcrpy records what passes."""
         return None
@@ -596,12 +619,73 @@ class Record:
                 raise
 
 
-Backend = Replay | Record
+RECORD_MODES = ("none", "once", "stale", "rewrite")
+
+
+class RecordMissing:
+    """Record modes ``once`` and ``stale``: record what needs it, replay the rest.
+
+    ``once`` records tests that have no cassette; ``stale`` also those whose cassette is
+    stale or unreadable. The client's player switches per test: a replayed test is
+    answered from its cassette and nothing leaves the machine; a recorded one goes to the
+    server through vcrpy.
+    """
+
+    live = True
+
+    def __init__(
+        self, mode: str, *, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
+    ) -> None:
+        self.mode = mode
+        self._replay = Replay(max_bytes, redact)
+        self._record = Record(redact)
+
+    def player(self) -> Player:
+        """Answers from the open cassette while a test replays; None sends it to the server."""
+        return self.play
+
+    def play(self, method: str, path: str, content: str) -> tuple[int, bytes] | None:
+        """The recorded answer when the current test replays, else None (it is recorded)."""
+        # Tests run one at a time per process, so an open replay cassette means this
+        # request belongs to a replayed test; a recorded test has none open.
+        if not self._replay._playing:
+            return None
+        return self._replay.play(method, path, content)
+
+    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+        """True when this mode records the test whose cassette is ``path``."""
+        if not path.exists():
+            return True
+        if self.mode != "stale":
+            return False
+        try:
+            data = read_cassette(path)
+            if fingerprint is not None:
+                check_fingerprint(path, data, fingerprint)
+        except CassetteProblem:
+            return True
+        return False
+
+    @contextlib.contextmanager
+    def open(
+        self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
+    ) -> Iterator[Recording]:
+        """Record ``path`` when the mode says so, else replay it."""
+        backend: Replay | Record = self._record if self.records(path, fingerprint) else self._replay
+        with backend.open(path, fingerprint=fingerprint, rerecord_hint=rerecord_hint) as rec:
+            yield rec
+
+
+Backend = Replay | Record | RecordMissing
 """How a session reaches its model: chosen once from the settings, handed to the runtime."""
 
 
 def backend_for(
-    live: bool, *, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
+    record_mode: str, *, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
 ) -> Backend:
-    """The backend a session uses: recording with ``--live``, else replay."""
-    return Record(redact) if live else Replay(max_bytes, redact)
+    """The backend of a record mode: ``none`` replays, ``rewrite`` records every test."""
+    if record_mode == "none":
+        return Replay(max_bytes, redact)
+    if record_mode == "rewrite":
+        return Record(redact)
+    return RecordMissing(record_mode, max_bytes=max_bytes, redact=redact)

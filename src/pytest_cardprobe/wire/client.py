@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import httpx
 
 APIS = ("ollama", "openai")
+# Ollama's ``think`` takes a boolean, or a level for models that have levels (gpt-oss).
+OLLAMA_THINK: dict[str, bool | str] = {"off": False, "on": True}
 
 # Query parameters that carry credentials (``?key=``, ``api_key``, ``access_token``, ``sig``).
 _SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.I)
@@ -61,8 +63,16 @@ class ModelNotFound(ClientError):
     """The server does not know the model (HTTP 404)."""
 
 
-class ToolsUnsupported(ClientError):
+class Unsupported(ClientError):
+    """The model cannot do what the request asks for (tools, thinking): not a wrong answer."""
+
+
+class ToolsUnsupported(Unsupported):
     """The server refuses tools for this model (HTTP 400 ``does not support tools``)."""
+
+
+class ThinkingUnsupported(Unsupported):
+    """The server refuses ``think`` for this model (Ollama: 400 ``does not support thinking``)."""
 
 
 class RequestRejected(ClientError):
@@ -260,6 +270,8 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
         )
     if status == 404 and ("not found" in lowered or "does not exist" in lowered):
         return ModelNotFound(f"model {model!r} not found on {where}: {message}")
+    if status == 400 and "does not support thinking" in lowered:
+        return ThinkingUnsupported(f"{model} does not support thinking: {message}")
     if status == 400 and "does not support tools" in lowered:
         return ToolsUnsupported(f"{model} does not support tools: {message}")
     return RequestRejected(f"HTTP {status}: {message}")
@@ -459,7 +471,9 @@ class ClientSettings:
 
 
 # Stands in for the network in replay: (method, path, JSON body text) -> (status, body).
-Player = Callable[[str, str, str], tuple[int, bytes]]
+# None means "not replaying this request": it goes to the server (record modes once and
+# stale replay some tests and record others through one client).
+Player = Callable[[str, str, str], tuple[int, bytes] | None]
 
 
 def json_body(body: Any) -> str:
@@ -544,12 +558,15 @@ class ChatClient:
                 }
             if request.tools:
                 body["tools"] = request.tools
+            if request.think != "off":
+                # OpenAI's effort levels; plain "on" asks for the usual middle one.
+                body["reasoning_effort"] = "medium" if request.think == "on" else request.think
             return "/v1/chat/completions", body
         body = {
             "model": request.model,
             "messages": request.messages,
             "stream": s.stream,
-            "think": False,
+            "think": OLLAMA_THINK.get(request.think, request.think),
             "keep_alive": s.keep_alive,
             "options": dict(request.options),
         }
@@ -590,7 +607,9 @@ class ChatClient:
     def _chat_once(self, request: ChatRequest) -> ChatReply:
         path, body = self.payload(request)
         if self._player is not None:
-            return self._played(request, path, body, self._player)
+            played = self._player("POST", path, json_body(body))
+            if played is not None:
+                return self._played(request, path, body, played)
         import httpx
 
         timeout = self.settings.timeout
@@ -616,11 +635,11 @@ class ChatClient:
         return self._reply_of(text)
 
     def _played(
-        self, request: ChatRequest, path: str, body: dict[str, Any], player: Player
+        self, request: ChatRequest, path: str, body: dict[str, Any], played: tuple[int, bytes]
     ) -> ChatReply:
         # The reply's shape was checked when the cassette was read (cassettes.read_cassette
         # runs reply_problem on every recorded 2xx chat reply), so it is not parsed twice.
-        status, content = player("POST", path, json_body(body))
+        status, content = played
         if status >= 400:
             import httpx
 
@@ -687,3 +706,100 @@ class ChatClient:
             raise InfraError(f"/api/show reply is not JSON: {exc}") from None
         caps = body.get("capabilities") if isinstance(body, dict) else None
         return [str(c) for c in caps] if isinstance(caps, list) else None
+
+
+def _get_json(http: Any, method: str, path: str, body: Any = None) -> Any:
+    """One request for server metadata; a transport failure or a 5xx is infra."""
+    import httpx
+
+    try:
+        response = http.request(method, path, json=body)
+    except httpx.HTTPError as exc:
+        raise InfraError(f"cannot reach {http.base_url}: {type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 400:
+        return response
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise InfraError(f"{method} {path} answered non-JSON: {response.text[:120]!r}") from exc
+
+
+def model_identity(client: ChatClient, model: str) -> dict[str, str]:
+    """What the server says ``model`` is: Ollama's digest, or the OpenAI-compatible model id.
+
+    Raises :class:`ModelNotFound` when the server does not have the model and
+    :class:`InfraError` when it cannot be reached.
+    """
+    import httpx
+
+    http = client._http
+    if client.settings.api == "openai":
+        listed = _get_json(http, "GET", "/v1/models")
+        if isinstance(listed, httpx.Response):
+            raise classify_http_error(listed, model)
+        ids = [str(m.get("id")) for m in (listed.get("data") or []) if isinstance(m, dict)]
+        if model not in ids:
+            raise ModelNotFound(
+                f"model {model!r} is not listed by GET {client.settings.base_url}/v1/models "
+                f"(it lists: {', '.join(ids) or 'nothing'})"
+            )
+        return {"id": model}
+    shown = _get_json(http, "POST", "/api/show", {"model": model})
+    if isinstance(shown, httpx.Response):
+        error = classify_http_error(shown, model)
+        if shown.status_code == 404:
+            raise ModelNotFound(
+                f"model {model!r} not found on {client.settings.base_url}; "
+                f"fetch it with: ollama pull {model}"
+            )
+        raise error
+    identity = {"name": model}
+    tags = _get_json(http, "GET", "/api/tags")
+    if isinstance(tags, dict):
+        wanted = {model, f"{model}:latest"}
+        for entry in tags.get("models") or []:
+            if isinstance(entry, dict) and entry.get("name") in wanted and entry.get("digest"):
+                identity["digest"] = str(entry["digest"])
+                break
+    return identity
+
+
+_NS = 1e9
+_MS = 1e3
+
+
+def server_figures(raw: dict[str, Any]) -> dict[str, float]:
+    """The server's own token counts and durations of one reply, in tokens and seconds.
+
+    Ollama reports counts and nanosecond durations on the final body (or the final stream
+    chunk); OpenAI-compatible servers report ``usage`` and llama-server adds ``timings`` in
+    milliseconds. Keys: ``prompt_tokens``, ``generated_tokens``, ``prompt_s``,
+    ``generate_s``, ``load_s``, ``total_s``, each only when the server gave it.
+    """
+    final = raw.get("final")
+    body: dict[str, Any] = final if isinstance(final, dict) else raw
+    figures: dict[str, float] = {}
+
+    def put(key: str, value: Any, scale: float = 1.0) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            figures[key] = value / scale
+
+    put("prompt_tokens", body.get("prompt_eval_count"))
+    put("generated_tokens", body.get("eval_count"))
+    put("prompt_s", body.get("prompt_eval_duration"), _NS)
+    put("generate_s", body.get("eval_duration"), _NS)
+    put("load_s", body.get("load_duration"), _NS)
+    put("total_s", body.get("total_duration"), _NS)
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        put("prompt_tokens", usage.get("prompt_tokens"))
+        put("generated_tokens", usage.get("completion_tokens"))
+    timings = body.get("timings")
+    if isinstance(timings, dict):
+        put("prompt_tokens", timings.get("prompt_n"))
+        put("generated_tokens", timings.get("predicted_n"))
+        put("prompt_s", timings.get("prompt_ms"), _MS)
+        put("generate_s", timings.get("predicted_ms"), _MS)
+        if "prompt_s" in figures and "generate_s" in figures:
+            figures["total_s"] = figures["prompt_s"] + figures["generate_s"]
+    return figures

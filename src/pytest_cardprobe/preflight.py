@@ -1,0 +1,66 @@
+"""Before the first test of a live run: every server answers and has every requested model.
+
+One usage error lists every problem, so a model that is not pulled or a server that is down
+costs one message instead of one failed test (and its retries) per test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.wire.client import (
+    ChatClient,
+    ClientError,
+    ClientSettings,
+    InfraError,
+    ModelNotFound,
+    model_identity,
+)
+
+PREFLIGHT_TIMEOUT = 10.0
+
+
+def problems(settings: Settings) -> list[str]:
+    """What stops a live run: unreachable servers and models a server does not have."""
+    found: list[str] = []
+    for server in settings.servers:
+        client = ChatClient(
+            ClientSettings(
+                base_url=server,
+                api=settings.api,
+                timeout=min(PREFLIGHT_TIMEOUT, settings.timeout),
+                retries=0,
+                api_key=settings.api_key,
+            )
+        )
+        try:
+            for model in settings.models:
+                try:
+                    model_identity(client, model)
+                except ModelNotFound as exc:
+                    found.append(str(exc))
+                except InfraError as exc:
+                    found.append(
+                        f"server {server} does not answer ({exc}); start it, or fix --server / "
+                        "cardprobe_servers"
+                    )
+                    break  # one message per server, not one per model
+                except ClientError as exc:
+                    found.append(f"server {server} refused to describe model {model!r}: {exc}")
+        finally:
+            client.close()
+    return found
+
+
+def check(settings: Settings, collect_only: bool = False) -> None:
+    """Raise one :class:`pytest.UsageError` naming every problem; nothing has been recorded."""
+    if not settings.live or not settings.models or collect_only:
+        return
+    found = problems(settings)
+    if found:
+        lines = "\n".join(f"  - {p}" for p in found)
+        raise pytest.UsageError(
+            f"cardprobe preflight: the live run cannot start (nothing was asked or recorded):\n"
+            f"{lines}"
+        )

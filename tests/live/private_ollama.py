@@ -1,0 +1,103 @@
+"""A private real Ollama for live tests that must stop a server or read its request log.
+
+It runs the same Ollama binary as scripts/real-servers, on its own free loopback port with
+its own model store, and gets SmolLM2 through `scripts/real-servers create-model`. The
+shared servers are never stopped; only this one is, by the pid it was started with.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# Read at import: pytester points HOME at a temporary folder while its tests run.
+_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+_ENV = dict(os.environ)
+MODEL = "smollm2:135m"  # what `scripts/real-servers create-model` creates
+
+
+@dataclass
+class PrivateOllama:
+    url: str
+    log: Path
+    process: subprocess.Popen[bytes]
+
+    def chat_requests(self) -> int:
+        """``POST /api/chat`` requests the server has logged so far (Gin's access log)."""
+        text = self.log.read_text(errors="replace")
+        return sum('POST     "/api/chat"' in line for line in text.splitlines())
+
+    def kill(self) -> None:
+        """Stop this server and its runner (the process group it was started in)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+
+def _binary() -> str | None:
+    built = _CACHE / "cardprobe-servers" / "ollama-v0.11.4" / "bin" / "ollama"
+    return str(built) if built.exists() else shutil.which("ollama")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def private_ollama(tmp: Path) -> Iterator[PrivateOllama]:
+    """Start a private Ollama with SmolLM2; stop it (if still running) when the block ends."""
+    binary = _binary()
+    if binary is None:
+        pytest.fail("no Ollama binary: run `scripts/real-servers install`", pytrace=False)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp / f"ollama-{port}.log"
+    env = {
+        **_ENV,
+        "OLLAMA_HOST": f"127.0.0.1:{port}",
+        "OLLAMA_MODELS": str(tmp / "models"),
+        "OLLAMA_NUM_PARALLEL": "1",
+        "OLLAMA_MAX_LOADED_MODELS": "1",
+        "OLLAMA_KEEP_ALIVE": "-1",
+    }
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [binary, "serve"], env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    server = PrivateOllama(url, log, process)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/api/version", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail(f"private Ollama did not start: {log.read_text()[-500:]}")
+            time.sleep(0.25)
+        created = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "real-servers"), "create-model",
+             "--ollama-url", url, "--model", MODEL],
+            capture_output=True, text=True, timeout=300, env=_ENV,
+        )  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        yield server
+    finally:
+        server.kill()

@@ -1,0 +1,32 @@
+"""Preflight of a live run: an unreachable server is one usage error, before any test."""
+
+from __future__ import annotations
+
+import pytest
+
+CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+def test_unreachable_server_is_one_usage_error(project: pytest.Pytester, xdist: list[str]) -> None:
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", CLOSED, *xdist
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert err.count("does not answer") == 1, err
+    assert f"server {CLOSED} does not answer" in err
+    assert "nothing was asked or recorded" in err
+    assert "Traceback" not in err
+    assert not (project.path / "cassettes").exists()
+    # No test ran: the run stopped before the first one.
+    assert "passed" not in result.stdout.str() and "failed" not in result.stdout.str()
+
+
+def test_replay_never_contacts_a_server(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "cases", "--model", "m", "--server", CLOSED
+    )
+    # Not recorded, so every test errors, but no preflight stopped the run.
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "does not answer" not in result.stderr.str()
