@@ -113,7 +113,10 @@ class SuiteFile(pytest.File):
             channels=settings.channels or None,
             conditions=settings.conditions or None,
         ):
-            yield ProbeItem.from_parent(self, name=probe.name, probe=probe)
+            item = ProbeItem.from_parent(self, name=probe.name, probe=probe)
+            if probe.skip_reason:
+                item.add_marker(pytest.mark.skip(reason=probe.skip_reason))
+            yield item
 
 
 class ProbeItem(pytest.Item):

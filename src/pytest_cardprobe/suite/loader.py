@@ -33,6 +33,7 @@ __all__ = [
     "SCHEMA_PATH",
     "SUITE_VERSION",
     "Case",
+    "SeedTurn",
     "Suite",
     "SuiteError",
     "Turn",
@@ -40,8 +41,17 @@ __all__ = [
     "load_suite",
 ]
 
-CHANNELS: tuple[str, ...] = ("prose", "tool")
-CONDITIONS: tuple[str, ...] = ("cold", "history")
+CHANNELS: tuple[str, ...] = ("prose", "tool", "retry")
+CONDITIONS: tuple[str, ...] = ("cold", "history", "seeded", "schema")
+#: What a suite runs when it names no channels or conditions; the others are opt-in.
+DEFAULT_CHANNELS: tuple[str, ...] = ("prose", "tool")
+DEFAULT_CONDITIONS: tuple[str, ...] = ("cold", "history")
+#: Channels whose first question is asked in prose (the retry channel asks in prose first).
+PROSE_FIRST: tuple[str, ...] = ("prose", "retry")
+#: Channels that declare the tool (the retry channel declares it on its second request).
+TOOL_USING: tuple[str, ...] = ("tool", "retry")
+#: The system prompts a suite may name: one per way of asking.
+PROMPT_KINDS: tuple[str, ...] = ("prose", "tool")
 SUITE_VERSION = 1
 
 # The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
@@ -82,9 +92,12 @@ _TOP_KEYS = (
     "tool",
     "history",
     "vocabulary",
+    "allow_unknown_types",
+    "seed_turn",
     "options",
     "cases",
 )
+_SEED_KEYS = ("user", "card")
 _CASE_KEYS = ("id", "prompt", "accept", "requires_input")
 _TURN_KEYS = ("role", "content")
 _TOOL_KEYS = ("type", "function")
@@ -151,6 +164,14 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class SeedTurn:
+    """The synthetic exchange of the ``seeded`` condition: a question and a card answering it."""
+
+    user: str
+    card: Any = field(hash=False)  # a JSON object or array, sent as the assistant's raw JSON
+
+
+@dataclass(frozen=True)
 class Suite:
     """A loaded, validated suite file.
 
@@ -171,6 +192,8 @@ class Suite:
     vocabulary: tuple[str, ...]
     options: Mapping[str, Any] = field(hash=False)
     cases: tuple[Case, ...]
+    allow_unknown_types: bool = False
+    seed_turn: SeedTurn | None = None
 
     @property
     def tool_name(self) -> str:
@@ -479,10 +502,13 @@ class _SuiteReader:
         name = self.text(("name",), data.get("name", self.path.stem))
         judge = self.judge(data.get("judge", "card"))
         channels = self.names(
-            ("channels",), data.get("channels", list(CHANNELS)), CHANNELS, "channels"
+            ("channels",), data.get("channels", list(DEFAULT_CHANNELS)), CHANNELS, "channels"
         )
         conditions = self.names(
-            ("conditions",), data.get("conditions", list(CONDITIONS)), CONDITIONS, "conditions"
+            ("conditions",),
+            data.get("conditions", list(DEFAULT_CONDITIONS)),
+            CONDITIONS,
+            "conditions",
         )
         samples = self.samples(data.get("samples", 2))
         prompts, prompt_files = self.prompts(data["prompts"], channels)
@@ -490,14 +516,31 @@ class _SuiteReader:
         tool: dict[str, Any] = {}
         if "tool" in data:
             tool = self.tool(data["tool"])
-        elif "tool" in channels:
-            self.fail(("tool",), "missing required key: the `tool` channel needs a declaration")
+        elif using := [c for c in channels if c in TOOL_USING]:
+            self.fail(
+                ("tool",), f"missing required key: the `{using[0]}` channel needs a declaration"
+            )
 
         history: tuple[Turn, ...] = ()
         if "history" in data:
             history = self.history(data["history"])
         elif "history" in conditions:
             self.fail(("history",), "missing required key: the `history` condition needs turns")
+
+        seed_turn: SeedTurn | None = None
+        if "seed_turn" in data:
+            seed_turn = self.seed_turn(data["seed_turn"])
+        elif "seeded" in conditions:
+            self.fail(
+                ("seed_turn",),
+                "missing required key: the `seeded` condition needs a user text and a card",
+            )
+
+        allow_unknown = data.get("allow_unknown_types", False)
+        if not isinstance(allow_unknown, bool):
+            self.fail(
+                ("allow_unknown_types",), f"expected true or false, got {_describe(allow_unknown)}"
+            )
 
         vocabulary = DEFAULT_VOCABULARY
         if "vocabulary" in data:
@@ -523,6 +566,8 @@ class _SuiteReader:
             vocabulary=vocabulary,
             options=options,
             cases=cases,
+            allow_unknown_types=allow_unknown,
+            seed_turn=seed_turn,
         )
 
     def version(self, data: dict[str, Any]) -> None:
@@ -559,12 +604,14 @@ class _SuiteReader:
     ) -> tuple[dict[str, str], dict[str, Path]]:
         key: _KeyPath = ("prompts",)
         given = self.mapping(key, value, "a mapping of channel to prompt file")
-        self.check_keys(key, given, CHANNELS, channels)
+        # The retry channel asks in prose first and through the tool second: it needs both.
+        needed = [k for k in PROMPT_KINDS if k in channels or "retry" in channels]
+        self.check_keys(key, given, PROMPT_KINDS, needed)
         texts: dict[str, str] = {}
         files: dict[str, Path] = {}
         # Prompts for channels the suite does not declare are still checked (a stale path is
         # a bug waiting to happen) but are not returned: one prompt per declared channel.
-        for channel in CHANNELS:
+        for channel in PROMPT_KINDS:
             if channel not in given:
                 continue
             entry = (*key, channel)
@@ -582,7 +629,7 @@ class _SuiteReader:
                 self.fail(entry, f"cannot read prompt file {resolved}: {exc.strerror or exc}")
             if not prompt.strip():
                 self.fail(entry, f"prompt file is empty: {resolved}")
-            if channel in channels:
+            if channel in needed:
                 texts[channel] = prompt
                 files[channel] = resolved
         return texts, files
@@ -649,6 +696,21 @@ class _SuiteReader:
                 )
             turns.append(Turn(role=role, content=self.text((*entry, "content"), turn["content"])))
         return tuple(turns)
+
+    def seed_turn(self, value: Any) -> SeedTurn:
+        key: _KeyPath = ("seed_turn",)
+        seed = self.mapping(key, value, "a mapping with user and card")
+        self.check_keys(key, seed, _SEED_KEYS, _SEED_KEYS)
+        user = self.text((*key, "user"), seed["user"], "the user's question as text")
+        card = seed["card"]
+        # The assistant turn is the card's raw JSON: only a card-shaped value can be one.
+        if not isinstance(card, dict | list) or not card:
+            self.fail(
+                (*key, "card"),
+                f"expected the card as a non-empty mapping or list, got {_describe(card)}",
+            )
+        self.json_value((*key, "card"), card)
+        return SeedTurn(user=user, card=card)
 
     def vocabulary(self, value: Any) -> tuple[str, ...]:
         key: _KeyPath = ("vocabulary",)
