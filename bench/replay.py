@@ -79,7 +79,7 @@ from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import yamlserializer
 
-from pytest_cardprobe.runtime import Settings
+from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.loader import load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
 from pytest_cardprobe.suite.request import build_request

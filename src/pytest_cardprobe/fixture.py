@@ -10,7 +10,7 @@ from typing import Any
 from pytest_cardprobe.judge.card import REFERENCE_VOCABULARY, judge_card
 from pytest_cardprobe.runtime import Runtime
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Verdict
-from pytest_cardprobe.wire.cassettes import Recording, fixture_cassette_path, recording
+from pytest_cardprobe.wire.cassettes import Recording, fixture_cassette_path
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,8 @@ class Cardprobe:
         if self._recording_open is None:
             path = fixture_cassette_path(self.runtime.settings.cassette_dir, self.nodeid)
             self._recording_open = self._stack.enter_context(
-                recording(
+                self.runtime.backend.open(
                     path,
-                    live=self.runtime.settings.live,
                     fingerprint=None,
                     rerecord_hint=f'pytest --live "{self.nodeid}"',
                 )

@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cardprobe.runtime import Settings
+from pytest_cardprobe.score.gate import GateSettings
+from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
 from pytest_cardprobe.wire.client import APIS
 
-DEFAULT_SERVER = "http://127.0.0.1:11434"
+# Defaults of the ini keys, read from the classes that own them (each written once).
+_DEFAULT = Settings(models=[])
+_GATE = GateSettings()
 
 
 def _bounded(
@@ -46,6 +49,11 @@ def non_negative_int(flag: str) -> type[int]:
 def positive_float(flag: str) -> type[float]:
     """An argparse ``type=`` for numbers > 0."""
     return _bounded(flag, float, "a number > 0", lambda v: v > 0)  # type: ignore[return-value]
+
+
+def share(flag: str) -> type[float]:
+    """An argparse ``type=`` for a share between 0 and 1."""
+    return _bounded(flag, float, "a number from 0 to 1", lambda v: 0 <= v <= 1)  # type: ignore[return-value]
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -125,7 +133,7 @@ def add_options(parser: pytest.Parser) -> None:
         type=positive_float("--request-timeout"),
         metavar="SECONDS",
         default=None,
-        help="timeout of one model call (ini: cardprobe_timeout; default 120)",
+        help=f"timeout of one model call (ini: cardprobe_timeout; default {_DEFAULT.timeout:g})",
     )
     group.addoption(
         "--noise-floor",
@@ -134,7 +142,7 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="K",
         default=None,
         help="cases an arm may lose before it counts as a regression "
-        "(ini: cardprobe_noise_floor; default 1)",
+        f"(ini: cardprobe_noise_floor; default {_GATE.noise_floor})",
     )
     group.addoption(
         "--baseline",
@@ -170,32 +178,43 @@ def add_options(parser: pytest.Parser) -> None:
         help="write a Markdown report here (also appended to $GITHUB_STEP_SUMMARY)",
     )
     parser.addini("cardprobe_models", "models to probe", type="linelist", default=[])
-    parser.addini("cardprobe_api", "wire API: ollama or openai", default="ollama")
+    parser.addini("cardprobe_api", "wire API: ollama or openai", default=_DEFAULT.api)
     parser.addini("cardprobe_servers", "server base URLs", type="linelist", default=[])
-    parser.addini("cardprobe_stream", "ask with stream:true", type="bool", default=False)
-    parser.addini("cardprobe_cassette_dir", "cassette folder", default="cassettes")
-    parser.addini("cardprobe_timeout", "timeout of one model call in seconds", default="120")
-    parser.addini("cardprobe_retries", "retries of an infra failure", default="2")
-    parser.addini("cardprobe_num_ctx", "options.num_ctx of every request", default="16384")
-    parser.addini("cardprobe_keep_alive", "keep_alive of every Ollama request", default="10m")
-    parser.addini("cardprobe_noise_floor", "cases an arm may lose", default="1")
-    parser.addini("cardprobe_baseline", "baseline file", default="cardprobe-baseline.json")
+    parser.addini("cardprobe_stream", "ask with stream:true", type="bool", default=_DEFAULT.stream)
+    parser.addini("cardprobe_cassette_dir", "cassette folder", default=str(_DEFAULT.cassette_dir))
+    parser.addini(
+        "cardprobe_timeout", "timeout of one model call in seconds", default=f"{_DEFAULT.timeout:g}"
+    )
+    parser.addini("cardprobe_retries", "retries of an infra failure", default=str(_DEFAULT.retries))
+    parser.addini(
+        "cardprobe_num_ctx", "options.num_ctx of every request", default=str(_DEFAULT.num_ctx)
+    )
+    parser.addini(
+        "cardprobe_keep_alive", "keep_alive of every Ollama request", default=_DEFAULT.keep_alive
+    )
+    parser.addini("cardprobe_noise_floor", "cases an arm may lose", default=str(_GATE.noise_floor))
+    parser.addini("cardprobe_baseline", "baseline file", default=str(_DEFAULT.baseline))
     parser.addini(
         "cardprobe_max_unscored",
         "share of cases (0-1) that may be unscored before the gate is inconclusive",
-        default="0.2",
+        default=f"{_GATE.max_unscored:g}",
     )
 
 
-def _ini_number(config: pytest.Config, name: str, kind: type[float] | type[int]) -> float:
-    raw = config.getini(name)
+def _ini(config: pytest.Config, name: str, parse: Callable[[str], float]) -> float:
+    """An ini number checked by the same parser as its command-line option."""
+    raw = str(config.getini(name))
     try:
-        value = kind(str(raw))
-    except ValueError:
-        raise pytest.UsageError(f"ini key {name} wants a number, got {raw!r}") from None
-    if value < 0:
-        raise pytest.UsageError(f"ini key {name} must not be negative, got {raw!r}")
-    return value
+        return parse(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini key {name}: {exc}") from None
+
+
+def _path(root: Path, raw: str | None) -> Path | None:
+    if not raw:
+        return None
+    path = Path(raw)
+    return path if path.is_absolute() else root / path
 
 
 def normalise_server(url: str) -> str:
@@ -213,7 +232,7 @@ def normalise_server(url: str) -> str:
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
-    """Options win over ini keys, ini keys over defaults."""
+    """Options win over ini keys, ini keys over defaults; read once, in ``pytest_configure``."""
     opt = config.option
     root = Path(str(config.rootpath))
     servers = list(opt.cardprobe_servers) or list(config.getini("cardprobe_servers"))
@@ -224,11 +243,19 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"ini key cardprobe_api must be one of {', '.join(APIS)}; got {api!r}"
         )
-    stream = opt.cardprobe_stream if opt.cardprobe_stream is not None else None
+    stream = opt.cardprobe_stream
     if stream is None:
         stream = bool(config.getini("cardprobe_stream"))
-    cassette_dir = Path(opt.cardprobe_cassette_dir or str(config.getini("cardprobe_cassette_dir")))
-    timeout = opt.cardprobe_timeout or _ini_number(config, "cardprobe_timeout", float)
+    cassette_dir = _path(
+        root, opt.cardprobe_cassette_dir or str(config.getini("cardprobe_cassette_dir"))
+    )
+    timeout = opt.cardprobe_timeout or _ini(
+        config, "cardprobe_timeout", positive_float("cardprobe_timeout")
+    )
+    floor = opt.cardprobe_noise_floor
+    if floor is None:
+        floor = _ini(config, "cardprobe_noise_floor", non_negative_int("cardprobe_noise_floor"))
+    baseline = _path(root, opt.cardprobe_baseline or str(config.getini("cardprobe_baseline")))
     return Settings(
         models=list(opt.cardprobe_models) or list(config.getini("cardprobe_models")),
         live=bool(opt.cardprobe_live),
@@ -237,11 +264,20 @@ def resolve_settings(config: pytest.Config) -> Settings:
         samples=opt.cardprobe_samples,
         channels=list(opt.cardprobe_channels),
         conditions=list(opt.cardprobe_conditions),
-        num_ctx=int(_ini_number(config, "cardprobe_num_ctx", int)),
+        num_ctx=int(_ini(config, "cardprobe_num_ctx", positive_int("cardprobe_num_ctx"))),
         timeout=float(timeout),
-        retries=int(_ini_number(config, "cardprobe_retries", int)),
+        retries=int(_ini(config, "cardprobe_retries", non_negative_int("cardprobe_retries"))),
         keep_alive=str(config.getini("cardprobe_keep_alive")),
         stream=stream,
-        cassette_dir=cassette_dir if cassette_dir.is_absolute() else root / cassette_dir,
+        cassette_dir=cassette_dir or root / _DEFAULT.cassette_dir,
         api_key=os.environ.get("CARDPROBE_API_KEY") or None,
+        gate=GateSettings(
+            noise_floor=int(floor),
+            strict_baseline=bool(opt.cardprobe_strict_baseline),
+            max_unscored=_ini(config, "cardprobe_max_unscored", share("cardprobe_max_unscored")),
+        ),
+        baseline=baseline or root / _DEFAULT.baseline,
+        update_baseline=bool(opt.cardprobe_update_baseline),
+        json_report=_path(root, opt.cardprobe_json),
+        md_report=_path(root, opt.cardprobe_md),
     )

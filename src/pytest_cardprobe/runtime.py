@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_cardprobe.judge.card import infra_verdict
 from pytest_cardprobe.judge.routing import answer_of
+from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
 from pytest_cardprobe.types import (
@@ -25,15 +24,13 @@ from pytest_cardprobe.types import (
     Verdict,
 )
 from pytest_cardprobe.wire.cassettes import (
+    Backend,
     Recording,
     cassette_path,
     fingerprint,
-    recording,
-    replay_transport,
 )
 from pytest_cardprobe.wire.client import (
     ChatClient,
-    ClientSettings,
     InfraError,
     ModelNotFound,
     RequestRejected,
@@ -41,30 +38,6 @@ from pytest_cardprobe.wire.client import (
 )
 
 TextJudge = Callable[[str], Verdict]
-
-
-@dataclass
-class Settings:
-    """Everything a run was configured with (options and ini keys, resolved)."""
-
-    models: list[str]
-    live: bool = False
-    api: str = "ollama"
-    servers: list[str] = field(default_factory=lambda: ["http://127.0.0.1:11434"])
-    samples: int | None = None
-    channels: list[str] = field(default_factory=list)
-    conditions: list[str] = field(default_factory=list)
-    num_ctx: int = 16384
-    timeout: float = 120.0
-    retries: int = 2
-    keep_alive: str = "10m"
-    stream: bool = False
-    cassette_dir: Path = Path("cassettes")
-    api_key: str | None = None
-
-    def base_options(self) -> dict[str, Any]:
-        """Model options every request carries (the reference request)."""
-        return {"temperature": 0, "num_ctx": self.num_ctx}
 
 
 def refused_verdict(message: str) -> Verdict:
@@ -84,12 +57,14 @@ class Runtime:
     def __init__(
         self,
         settings: Settings,
+        backend: Backend,
         *,
         server_index: int = 0,
         adjust: Callable[[ChatRequest, Probe | None], None] = lambda r, p: None,
         rerecord_hint: Callable[[str, str], str] = lambda nodeid, model: "pytest --live",
     ) -> None:
         self.settings = settings
+        self.backend = backend
         self.server = settings.servers[server_index % len(settings.servers)]
         self._adjust = adjust
         self._hint = rerecord_hint
@@ -101,18 +76,8 @@ class Runtime:
     def client(self) -> ChatClient:
         """The session's client, created on first use."""
         if self._client is None:
-            s = self.settings
             self._client = ChatClient(
-                ClientSettings(
-                    base_url=self.server,
-                    api=s.api,
-                    stream=s.stream,
-                    timeout=s.timeout,
-                    retries=s.retries,
-                    keep_alive=s.keep_alive,
-                    api_key=s.api_key,
-                ),
-                transport=None if s.live else replay_transport(),
+                self.settings.client_settings(self.server), transport=self.backend.transport()
             )
         return self._client
 
@@ -184,9 +149,8 @@ class Runtime:
         request = build_request(probe, self.settings.base_options())
         self._adjust(request, probe)
         unsupported = self._tools_missing(probe.model) if probe.channel == "tool" else None
-        with recording(
+        with self.backend.open(
             self.cassette_for(probe),
-            live=self.settings.live,
             fingerprint=fingerprint(request),
             rerecord_hint=self._hint(nodeid, probe.model),
         ) as rec:

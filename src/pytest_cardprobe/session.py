@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ from pytest_cardprobe.files import write_atomically
 from pytest_cardprobe.score.aggregate import aggregate
 from pytest_cardprobe.score.gate import (
     BaselineError,
-    GateSettings,
     decide,
     load_baseline,
     write_baseline,
@@ -20,53 +18,25 @@ from pytest_cardprobe.score.gate import (
 from pytest_cardprobe.score.report import json_report, markdown, scoreboard_lines
 from pytest_cardprobe.state import CardprobeState
 
-NOISE_INI = "cardprobe_noise_floor"
 GATE_OWNED = ("failed", "infra")  # model behaviour and unscored calls: the gate judges these
-
-
-def _path(config: pytest.Config, option: str | None, ini: str | None) -> Path | None:
-    raw = option or ini
-    if not raw:
-        return None
-    path = Path(raw)
-    return path if path.is_absolute() else Path(str(config.rootpath)) / path
-
-
-def _number(config: pytest.Config, name: str) -> float:
-    raw = str(config.getini(name))
-    try:
-        return float(raw)
-    except ValueError:
-        raise pytest.UsageError(f"ini key {name} wants a number, got {raw!r}") from None
 
 
 def finish(session: pytest.Session, state: CardprobeState) -> None:
     """Decide the run: the gate owns probe failures; everything else fails as usual."""
     config = session.config
-    opt = config.option
+    settings = state.settings
     suite_results = [r for r in state.results if r.suite]
     arms = aggregate(suite_results)
     lines: list[str] = []
     gate: dict[str, Any] | None = None
     if arms:
-        floor = opt.cardprobe_noise_floor
-        settings = GateSettings(
-            noise_floor=int(
-                floor if floor is not None else _number(config, "cardprobe_noise_floor")
-            ),
-            strict_baseline=bool(opt.cardprobe_strict_baseline),
-            max_unscored=_number(config, "cardprobe_max_unscored"),
-        )
-        baseline_path = _path(
-            config, opt.cardprobe_baseline, str(config.getini("cardprobe_baseline"))
-        )
-        assert baseline_path is not None
-        if opt.cardprobe_update_baseline:
+        baseline_path = settings.baseline
+        if settings.update_baseline:
             write_baseline(baseline_path, arms, suite_results)
             gate = {
                 "decision": "updated",
                 "summary": f"baseline written to {baseline_path.name} for {len(arms)} arm(s)",
-                "noise_floor": settings.noise_floor,
+                "noise_floor": settings.gate.noise_floor,
                 "regressions": [],
                 "warnings": [],
                 "gains": [],
@@ -81,7 +51,7 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
                 lines.append(f"ERROR: {exc}")
                 baseline = None
                 state.other_failures.append(str(exc))
-            gate = decide(arms, suite_results, baseline, settings)
+            gate = decide(arms, suite_results, baseline, settings.gate)
         lines.extend(scoreboard_lines(arms, gate.get("arms")))
         lines.append("")
         lines.append(f"gate: {gate['decision']} — {gate['summary']}")
@@ -117,16 +87,12 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     state.summary = lines
 
     tests = [r.to_dict() for r in state.results]
-    if opt.cardprobe_json:
-        path = _path(config, opt.cardprobe_json, None)
-        assert path is not None
-        write_atomically(path, json_report(arms, tests, gate))
-    if arms and (opt.cardprobe_md or os.environ.get("GITHUB_STEP_SUMMARY")):
+    if settings.json_report:
+        write_atomically(settings.json_report, json_report(arms, tests, gate))
+    if arms and (settings.md_report or os.environ.get("GITHUB_STEP_SUMMARY")):
         text = markdown(arms, gate)
-        if opt.cardprobe_md:
-            md_path = _path(config, opt.cardprobe_md, None)
-            assert md_path is not None
-            write_atomically(md_path, text)
+        if settings.md_report:
+            write_atomically(settings.md_report, text)
         step = os.environ.get("GITHUB_STEP_SUMMARY")
         if step:
             with open(step, "a", encoding="utf-8") as handle:

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
-from pytest_cardprobe.runtime import Runtime, Settings
+from pytest_cardprobe.runtime import Runtime
+from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.wire.cassettes import backend_for
 
 
 @dataclass
@@ -45,6 +47,7 @@ class CardprobeState:
 
             self._runtime = Runtime(
                 self.settings,
+                backend_for(self.settings.live),
                 server_index=index,
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
                     request=request, probe=probe, config=self.config

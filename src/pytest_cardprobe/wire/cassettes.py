@@ -200,55 +200,11 @@ class _Player:
         return StaleCassette(f"stale cassette {where}: {why}; re-record with: {self.hint}")
 
 
-# The cassettes being replayed, innermost last; the replay transport serves from them.
-_PLAYING: list[_Player] = []
-
-
 def _recorded_body(response: Mapping[str, Any]) -> bytes:
     body = (response.get("body") or {}).get("string", b"")
     if isinstance(body, str):
         return body.encode("utf-8")
     return bytes(body or b"")
-
-
-def replay_transport() -> Any:
-    """An httpx transport that answers from the cassettes being replayed and has no network.
-
-    Replay reads vcrpy's cassette format but does not go through vcrpy's patching, which
-    costs more per test than pytest's own handling of a test (see BENCHMARKS.md); the
-    model client in a replay run is built on this transport, so no request can leave the
-    machine.
-    """
-    import httpx
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        method, path, content = request.method.upper(), request.url.path, request.read()
-        if not _PLAYING:
-            raise CassetteProblem(
-                f"replay without a cassette: {method} {request.url} would need the network; "
-                "only --live talks to a server"
-            )
-        for player in reversed(_PLAYING):
-            response = player.response_for(method, path, content)
-            if response is not None:
-                break
-        else:
-            raise _PLAYING[-1].mismatch(method, path, content)
-        status = response.get("status") or {}
-        headers = [
-            (name, str(value))
-            for name, values in (response.get("headers") or {}).items()
-            if name.lower() not in ("content-length", "transfer-encoding")
-            for value in (values if isinstance(values, list) else [values])
-        ]
-        return httpx.Response(
-            int(status.get("code", 200)),
-            headers=headers,
-            content=_recorded_body(response),
-            request=request,
-        )
-
-    return httpx.MockTransport(handle)
 
 
 @dataclass
@@ -334,19 +290,58 @@ def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str
         raise StaleCassette(f"stale cassette {shown(path)}: {what} changed since recording")
 
 
-@contextlib.contextmanager
-def recording(
-    path: Path, *, live: bool, fingerprint: Mapping[str, str] | None, rerecord_hint: str
-) -> Iterator[Recording]:
-    """Wrap one test: replay from ``path``, or record to it with ``live``.
+class Replay:
+    """The replay backend: serves recorded responses; the client built on it has no network.
 
-    Live, vcrpy patches httpx inside the block and records every call; the cassette is
-    written when the block ends, unless ``keep`` was cleared. In replay the cassette's
-    interactions are served by :func:`replay_transport`, which the replay client is built
-    on: recorded responses in order, anything else refused.
+    Replay reads vcrpy's cassette format but does not go through vcrpy's patching, which
+    costs more per test than pytest's own handling of a test (see BENCHMARKS.md). One
+    instance per session holds the cassettes being replayed, innermost last.
     """
-    rec = Recording(path=path, live=live)
-    if not live:
+
+    live = False
+
+    def __init__(self) -> None:
+        self._playing: list[_Player] = []
+
+    def transport(self) -> Any:
+        """An httpx transport answering from the open cassettes; anything else is refused."""
+        import httpx
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            method, path, content = request.method.upper(), request.url.path, request.read()
+            if not self._playing:
+                raise CassetteProblem(
+                    f"replay without a cassette: {method} {request.url} would need the "
+                    "network; only --live talks to a server"
+                )
+            for player in reversed(self._playing):
+                response = player.response_for(method, path, content)
+                if response is not None:
+                    break
+            else:
+                raise self._playing[-1].mismatch(method, path, content)
+            status = response.get("status") or {}
+            headers = [
+                (name, str(value))
+                for name, values in (response.get("headers") or {}).items()
+                if name.lower() not in ("content-length", "transfer-encoding")
+                for value in (values if isinstance(values, list) else [values])
+            ]
+            return httpx.Response(
+                int(status.get("code", 200)),
+                headers=headers,
+                content=_recorded_body(response),
+                request=request,
+            )
+
+        return httpx.MockTransport(handle)
+
+    @contextlib.contextmanager
+    def open(
+        self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
+    ) -> Iterator[Recording]:
+        """Replay one test from ``path``: missing, corrupt or stale cassettes raise first."""
+        rec = Recording(path=path, live=False)
         data = read_cassette(path, rerecord_hint)
         try:
             if fingerprint is not None:
@@ -356,30 +351,54 @@ def recording(
         rec.metadata = dict((data.get("metadata") or {}).get(METADATA_KEY) or {})
         rec.samples = len(data["interactions"])
         player = _Player(path, data, rerecord_hint)
-        _PLAYING.append(player)
+        self._playing.append(player)
         try:
             yield rec
         finally:
-            _PLAYING.remove(player)
-        return
+            self._playing.remove(player)
 
-    import vcr
 
-    config = vcr.VCR(
-        decode_compressed_response=True,
-        before_record_request=_scrub_request,
-        before_record_response=_scrub_response,
-    )
-    with config.use_cassette(
-        str(path), record_mode="all", persister=_LivePersister(rec), drop_unused_requests=True
-    ) as cassette:
-        rec.metadata = cassette.get_metadata(
-            METADATA_KEY, {"format": FORMAT, "fingerprint": dict(fingerprint or {})}
+class Record:
+    """The recording backend: real calls through vcrpy, written atomically when a test ends."""
+
+    live = True
+
+    def transport(self) -> Any:
+        """None: the client uses the network, and vcrpy records what passes."""
+        return None
+
+    @contextlib.contextmanager
+    def open(
+        self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
+    ) -> Iterator[Recording]:
+        """Record one test to ``path``; nothing is written if ``keep`` was cleared."""
+        import vcr
+
+        rec = Recording(path=path, live=True)
+        config = vcr.VCR(
+            decode_compressed_response=True,
+            before_record_request=_scrub_request,
+            before_record_response=_scrub_response,
         )
-        try:
-            yield rec
-        except BaseException:
-            # Interrupted (Ctrl-C) or broken mid-test: a partial set of samples is not a
-            # recording of this test, so keep whatever cassette was there before.
-            rec.keep = False
-            raise
+        with config.use_cassette(
+            str(path), record_mode="all", persister=_LivePersister(rec), drop_unused_requests=True
+        ) as cassette:
+            rec.metadata = cassette.get_metadata(
+                METADATA_KEY, {"format": FORMAT, "fingerprint": dict(fingerprint or {})}
+            )
+            try:
+                yield rec
+            except BaseException:
+                # Interrupted (Ctrl-C) or broken mid-test: a partial set of samples is not a
+                # recording of this test, so keep whatever cassette was there before.
+                rec.keep = False
+                raise
+
+
+Backend = Replay | Record
+"""How a session reaches its model: chosen once from the settings, handed to the runtime."""
+
+
+def backend_for(live: bool) -> Backend:
+    """The backend a session uses: recording with ``--live``, else replay."""
+    return Record() if live else Replay()

@@ -1,0 +1,60 @@
+"""What a run was configured with: one object, built once from options and ini keys.
+
+``options.resolve_settings`` builds it in ``pytest_configure``; everything later reads it
+from the session state and never looks at ``config.option`` again. Each default is written
+once: the wire's in :class:`ClientSettings`, the gate's in :class:`GateSettings`, the rest
+here; ``options.py`` reads them from these classes for the ini keys' defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_cardprobe.score.gate import GateSettings
+from pytest_cardprobe.wire.client import ClientSettings
+
+DEFAULT_SERVER = "http://127.0.0.1:11434"
+_WIRE = ClientSettings(base_url=DEFAULT_SERVER)
+
+
+@dataclass
+class Settings:
+    """Everything a run was configured with (options win over ini keys, ini over defaults)."""
+
+    models: list[str]
+    live: bool = False
+    api: str = _WIRE.api
+    servers: list[str] = field(default_factory=lambda: [DEFAULT_SERVER])
+    samples: int | None = None
+    channels: list[str] = field(default_factory=list)
+    conditions: list[str] = field(default_factory=list)
+    num_ctx: int = 16384
+    timeout: float = _WIRE.timeout
+    retries: int = _WIRE.retries
+    keep_alive: str = _WIRE.keep_alive
+    stream: bool = _WIRE.stream
+    cassette_dir: Path = Path("cassettes")
+    api_key: str | None = None
+    gate: GateSettings = field(default_factory=GateSettings)
+    baseline: Path = Path("cardprobe-baseline.json")
+    update_baseline: bool = False
+    json_report: Path | None = None
+    md_report: Path | None = None
+
+    def base_options(self) -> dict[str, Any]:
+        """Model options every request carries (the reference request)."""
+        return {"temperature": 0, "num_ctx": self.num_ctx}
+
+    def client_settings(self, server: str) -> ClientSettings:
+        """How the wire reaches ``server`` with these settings."""
+        return ClientSettings(
+            base_url=server,
+            api=self.api,
+            stream=self.stream,
+            timeout=self.timeout,
+            retries=self.retries,
+            keep_alive=self.keep_alive,
+            api_key=self.api_key,
+        )
