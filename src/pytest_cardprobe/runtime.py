@@ -132,6 +132,29 @@ class Runtime:
         record = SampleRecord.from_verdict(index, answer.route, verdict, shown, reply.finish_reason)
         return record, reply
 
+    def ask_with_retry(
+        self, request: ChatRequest, probe: Probe, judge: TextJudge, index: int
+    ) -> SampleRecord:
+        """The retry channel's sample: prose first; through the tool if that did not parse.
+
+        The retry is a fresh conversation (tool prompt, tool declared, same condition and
+        question) that never sees the broken reply: showing the model its own output would
+        measure self-correction as well. Both calls go to the test's cassette in order.
+        """
+        first, _ = self.ask(request, "prose", judge, index)
+        if first.failure != FailureClass.MALFORMED.value:
+            return first
+        retry = build_request(probe, self.settings.base_options(), channel="tool")
+        self._adjust(retry, probe)
+        record, _ = self.ask(retry, "tool", judge, index)
+        record.retry_of = {
+            "label": first.label,
+            "failure": first.failure,
+            "route": first.route,
+            "reply": first.reply,
+        }
+        return record
+
     def run(self, probe: Probe, samples: int, nodeid: str, judge: TextJudge) -> ProbeResult:
         """Ask ``probe`` ``samples`` times and judge every reply."""
         result = ProbeResult(
@@ -148,7 +171,8 @@ class Runtime:
             return result
         request = build_request(probe, self.settings.base_options())
         self._adjust(request, probe)
-        unsupported = self._tools_missing(probe.model) if probe.channel == "tool" else None
+        uses_tool = probe.channel in ("tool", "retry")
+        unsupported = self._tools_missing(probe.model) if uses_tool else None
         with self.backend.open(
             self.cassette_for(probe),
             fingerprint=fingerprint(request),
@@ -172,7 +196,10 @@ class Runtime:
     ) -> None:
         for index in range(samples):
             try:
-                record, _ = self.ask(request, probe.channel, judge, index)
+                if probe.channel == "retry":
+                    record = self.ask_with_retry(request, probe, judge, index)
+                else:
+                    record, _ = self.ask(request, probe.channel, judge, index)
             except ModelNotFound as exc:
                 rec.keep = False
                 self.missing_models[probe.model] = str(exc)

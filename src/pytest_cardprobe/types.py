@@ -125,6 +125,9 @@ class SampleRecord:
     unknown_types: list[str] = field(default_factory=list)
     reply: str = ""
     finish_reason: str | None = None
+    # Retry channel: the first (prose) attempt that failed to parse and was discarded, as
+    # ``{"label", "failure", "route", "reply"}``; the fields above then describe the retry.
+    retry_of: dict[str, Any] | None = None
 
     @classmethod
     def from_verdict(
@@ -219,6 +222,11 @@ class ProbeResult:
                 f"  sample {s.index + 1}/{total} {mark} [{s.route or '-'}] {s.label}"
                 + (f" (finish: {s.finish_reason})" if s.finish_reason else "")
             )
+            if s.retry_of:
+                lines.append(
+                    f"    retried through the tool after: [{s.retry_of.get('route') or '-'}] "
+                    f"{s.retry_of.get('label', '')}"
+                )
             if s.unknown_types:
                 lines.append(f"    unknown element types: {', '.join(s.unknown_types)}")
             if s.reply:

@@ -20,6 +20,7 @@ HEADERS = (
     "passed",
     "adoption",
     "recovered",
+    "pass_by_route",
     "malformed",
     "declined",
     "wrong_element",
@@ -31,6 +32,28 @@ HEADERS = (
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{round(value * 100):d}%"
+
+
+def by_route(arm: ArmScore) -> str:
+    """Tool and retry arms: samples passed / samples, per route that carried any."""
+    if arm.channel == "prose":
+        return "-"
+    return "; ".join(f"{r} {p}/{n}" for r, (p, n) in arm.by_route().items()) or "-"
+
+
+RETRY_HEADERS = ("arm", "parse_failures", "retries", "recovered", "retry_route")
+
+
+def retry_rows(arms: Sequence[ArmScore]) -> list[list[str]]:
+    """The retry table: one row per retry-channel arm."""
+    rows = []
+    for arm in arms:
+        if arm.channel != "retry":
+            continue
+        t = arm.retry
+        routes = "; ".join(f"{r} {n}" for r, n in sorted(t.routes.items()) if n) or "-"
+        rows.append([arm.id, str(t.parse_failures), str(t.retries), str(t.recovered), routes])
+    return rows
 
 
 def arm_row(arm: ArmScore, delta: dict[str, Any] | None = None) -> list[str]:
@@ -65,6 +88,7 @@ def arm_row(arm: ArmScore, delta: dict[str, Any] | None = None) -> list[str]:
         "-" if arm.unsupported and not arm.scored else passed,
         adoption,
         recovered,
+        by_route(arm),
         *(str(arm.failures.get(k, 0)) for k in FAILURE_CLASSES),
         str(len(arm.split)),
         ", ".join(notes),
@@ -85,6 +109,12 @@ def scoreboard_lines(arms: Sequence[ArmScore], deltas: dict[str, Any] | None = N
     deltas = deltas or {}
     rows = [arm_row(a, deltas.get(a.id)) for a in arms]
     lines = table(rows)
+    if retried := retry_rows(arms):
+        lines += [
+            "",
+            "retry (prose first; a reply that fails to parse is asked again via the tool):",
+        ]
+        lines += table(retried, RETRY_HEADERS)
     split = [(a, c) for a in arms for c in sorted(a.split)]
     if split:
         lines.append("")
@@ -104,6 +134,11 @@ def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
     out.append("| " + " | ".join(HEADERS) + " |")
     out.append("|" + "---|" * len(HEADERS))
     out.extend("| " + " | ".join(r) + " |" for r in rows)
+    if retried := retry_rows(arms):
+        out += ["", "### Retry", ""]
+        out.append("| " + " | ".join(RETRY_HEADERS) + " |")
+        out.append("|" + "---|" * len(RETRY_HEADERS))
+        out.extend("| " + " | ".join(r) + " |" for r in retried)
     if gate:
         for title, key in (
             ("Regressions", "regressions"),
