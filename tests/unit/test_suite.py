@@ -31,8 +31,8 @@ from pytest_cardprobe.suite.loader import (
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "cases"
 SHIPPED = CASES_DIR / "cards.yaml"
-SHIPPED_CHANNELS = ("prose", "tool")
-SHIPPED_CONDITIONS = ("cold", "history")
+SHIPPED_CHANNELS = ("prose", "tool", "retry")
+SHIPPED_CONDITIONS = ("cold", "history", "seeded", "schema")
 
 # The offending line of each malformed variant carries this YAML comment, so the expected
 # line number is computed from the text instead of being hard-coded.
