@@ -105,14 +105,19 @@ def test_arms_without_baseline_are_new_unless_strict(recorded: pytest.Pytester) 
     (recorded.path / "cardprobe-baseline.json").unlink(missing_ok=True)
     result, data = report(recorded)
     assert result.ret == 0
-    assert data["gate"]["decision"] == "pass" and len(data["gate"]["new"]) == 4
+    assert data["gate"]["decision"] == "pass" and len(data["gate"]["new"]) == 8
     strict, _ = report(recorded, "--strict-baseline")
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_unscored_infra_past_the_share_is_inconclusive(recorded: pytest.Pytester) -> None:
     result, data = report(
-        recorded, "--live", "--server", "http://127.0.0.1:9", "-k", "date and prose"
+        recorded,
+        "--live",
+        "--server",
+        "http://127.0.0.1:9",
+        "-k",
+        "date and prose and (cold or history)",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert data["gate"]["decision"] == "inconclusive"
