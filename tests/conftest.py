@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 # =============================================================================================
-# Real model servers (issue 2; DESIGN.md section 8)
+# Real model servers (issue 2; docs/design.md §8)
 #
 # `real_ollama` and `real_llama_server` are session-scoped and return a RealServer(base_url,
 # model). They read CARDPROBE_OLLAMA_URL / CARDPROBE_OLLAMA_MODEL and CARDPROBE_LLAMA_SERVER_URL

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
 
 
+def not_asked(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Probe items whose channel cannot carry their condition (e.g. tool + seeded)."""
+    return [i for i in items if isinstance(i, ProbeItem) and i.probe.skip_reason]
+
+
 def marker_samples(item: pytest.Item) -> int | None:
     """The validated ``samples(n)`` of ``item``, or None; bad arguments are a usage error."""
     mark = item.get_closest_marker("samples")
@@ -113,10 +118,7 @@ class SuiteFile(pytest.File):
             channels=settings.channels or None,
             conditions=settings.conditions or None,
         ):
-            item = ProbeItem.from_parent(self, name=probe.name, probe=probe)
-            if probe.skip_reason:
-                item.add_marker(pytest.mark.skip(reason=probe.skip_reason))
-            yield item
+            yield ProbeItem.from_parent(self, name=probe.name, probe=probe)
 
 
 class ProbeItem(pytest.Item):
@@ -172,7 +174,10 @@ class ProbeItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """The per-sample report, or the cassette problem, without a traceback."""
-        if isinstance(excinfo.value, (ProbeFailed, CassetteProblem)):
+        if isinstance(excinfo.value, ProbeFailed):
+            # Whole replies only when asked for (-vv); the reports always carry them.
+            return excinfo.value.result.describe(full=self.config.get_verbosity() >= 2)
+        if isinstance(excinfo.value, CassetteProblem):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

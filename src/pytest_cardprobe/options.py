@@ -177,6 +177,13 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="write a Markdown report here (also appended to $GITHUB_STEP_SUMMARY)",
     )
+    group.addoption(
+        "--cardprobe-html",
+        dest="cardprobe_html",
+        metavar="PATH",
+        default=None,
+        help="write a self-contained HTML report (charts, case x arm grid, whole replies) here",
+    )
     parser.addini("cardprobe_models", "models to probe", type="linelist", default=[])
     parser.addini("cardprobe_api", "wire API: ollama or openai", default=_DEFAULT.api)
     parser.addini("cardprobe_servers", "server base URLs", type="linelist", default=[])
@@ -280,4 +287,5 @@ def resolve_settings(config: pytest.Config) -> Settings:
         update_baseline=bool(opt.cardprobe_update_baseline),
         json_report=_path(root, opt.cardprobe_json),
         md_report=_path(root, opt.cardprobe_md),
+        html_report=_path(root, opt.cardprobe_html),
     )

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_cardprobe import options
 from pytest_cardprobe.fixture import Cardprobe
-from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples
+from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples, not_asked
 from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
 from pytest_cardprobe.types import ProbeResult
 
@@ -39,11 +39,28 @@ def pytest_configure(config: pytest.Config) -> None:
         "samples(n): ask the model n times (n >= 1); the test passes only if every sample passes",
     )
     state = CardprobeState(config, options.resolve_settings(config))
+    if not (config.option.help or config.option.version):
+        read_baseline(state)
     config.stash[STATE_KEY] = state
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ResultCollector(state), "cardprobe-results")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(state), "cardprobe-xdist")
+
+
+def read_baseline(state: CardprobeState) -> None:
+    """Read the baseline before any test runs; a bad one is a usage error naming file and key.
+
+    Every process reads it (xdist workers too): outcomes are decided where a test ran.
+    """
+    from pytest_cardprobe.score.baseline import BaselineError, load_baseline
+
+    try:
+        state.baseline = load_baseline(state.settings.baseline)
+    except BaselineError as exc:
+        if not state.settings.update_baseline:
+            raise pytest.UsageError(str(exc)) from None
+        state.baseline_notes.append(f"replacing a baseline that could not be read: {exc}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -83,6 +100,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("\n".join(state.collect_errors))
     for item in items:
         marker_samples(item)
+    # Nothing to ask, so not a test: deselected rather than skipped, so a run of the shipped
+    # suite shows only real outcomes, and the header still counts what was left out.
+    if dropped := not_asked(items):
+        config.hook.pytest_deselected(items=dropped)
+        gone = set(map(id, dropped))
+        items[:] = [i for i in items if id(i) not in gone]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -107,7 +130,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if failures:
         lines = [f"{len(failures)} of {n} samples failed; {failures[0].splitlines()[0]}", *failures]
         if probe is not None and probe.samples:
-            lines.append(probe.result("failed").describe())
+            full = pyfuncitem.config.get_verbosity() >= 2
+            lines.append(probe.result("failed").describe(full=full))
         pytest.fail("\n".join(lines), pytrace=False)
     return True
 
@@ -132,7 +156,11 @@ FIXTURE_KEY = pytest.StashKey[Any]()
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Attach the test's result as plain data; it travels with the report across xdist."""
+    """Attach the test's result as plain data and show it against the baseline.
+
+    Runs where the test ran (an xdist worker included); the outcome and the result travel
+    with the report to the controller.
+    """
     report = yield
     if call.when != "call":
         return report
@@ -140,6 +168,7 @@ def pytest_runtest_makereport(
     if isinstance(item, ProbeItem):
         result = item.result
         if result is not None:
+            show_against_baseline(report, result, get_state(item.config))
             # item.user_properties reach --junitxml (through the teardown report) and xdist.
             for key, value in (
                 ("arm", result.arm_id),
@@ -154,6 +183,29 @@ def pytest_runtest_makereport(
     if result is not None:
         setattr(report, REPORT_ATTR, result.to_dict())
     return report
+
+
+def show_against_baseline(
+    report: pytest.TestReport, result: ProbeResult, state: CardprobeState
+) -> None:
+    """Turn a known failure into xfailed, a gain into XPASS, and mark a flip as one."""
+    from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, Outcome, outcome_of
+
+    outcome = outcome_of(result, state.baseline)
+    if outcome is None:
+        return
+    if state.config.option.runxfail and outcome.kind in (KNOWN, GAIN):
+        # pytest --runxfail: show known failures and gains as the model's plain verdict.
+        outcome = Outcome(result.status)
+    result.outcome = outcome.kind
+    if outcome.kind == KNOWN:
+        # What pytest's own xfail does; the reason stands in for the long failure report.
+        report.outcome, report.longrepr = "skipped", outcome.reason
+        report.wasxfail = outcome.reason
+    elif outcome.kind == GAIN:
+        report.wasxfail = outcome.reason
+    elif outcome.kind == FLIP:
+        report.longrepr = f"{outcome.reason}\n{report.longrepr}"
 
 
 class ResultCollector:
@@ -183,15 +235,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """Print the scoreboard (never on workers, only when there is something to say)."""
+    """Print the scoreboard and the gate (never on workers, only when there is something to say)."""
     if hasattr(config, "workerinput"):
         return
+    from pytest_cardprobe.score.report import scoreboard_lines
+    from pytest_cardprobe.types import escape_control
+
     state = get_state(config)
-    if not state.summary:
+    lines = scoreboard_lines(state.arms, state.gate, config.get_verbosity()) + state.summary
+    if not lines:
         return
     terminalreporter.write_sep("=", "cardprobe scoreboard")
-    for line in state.summary:
-        terminalreporter.write_line(line)
+    for line in lines:
+        # Labels can quote what a model wrote (element types, JSON errors): keep them inert.
+        terminalreporter.write_line(escape_control(line))
 
 
 class XdistHooks:

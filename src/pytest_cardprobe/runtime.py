@@ -77,7 +77,7 @@ class Runtime:
         """The session's client, created on first use."""
         if self._client is None:
             self._client = ChatClient(
-                self.settings.client_settings(self.server), transport=self.backend.transport()
+                self.settings.client_settings(self.server), player=self.backend.player()
             )
         return self._client
 

@@ -42,6 +42,7 @@ class Settings:
     update_baseline: bool = False
     json_report: Path | None = None
     md_report: Path | None = None
+    html_report: Path | None = None
 
     def base_options(self) -> dict[str, Any]:
         """Model options every request carries (the reference request)."""

@@ -10,6 +10,9 @@ import pytest
 
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.runtime import Runtime
+from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.baseline import Baseline
+from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import backend_for
@@ -27,6 +30,11 @@ class CardprobeState:
     other_failures: list[str] = field(default_factory=list)
     report: dict[str, Any] | None = None
     summary: list[str] = field(default_factory=list)
+    # The baseline read before the first test (every process reads it; outcomes need it).
+    baseline: Baseline | None = None
+    baseline_notes: list[str] = field(default_factory=list)
+    arms: list[ArmScore] = field(default_factory=list)
+    gate: Gate | None = None
     _runtime: Runtime | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
 

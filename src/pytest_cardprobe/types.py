@@ -1,7 +1,7 @@
 """The plain records that cross stages: request, reply, tool call, verdict, results.
 
 A leaf module: it imports nothing of this package, so every stage may import it (see
-docs/design.md, "Layout"). Sample and test results convert to and from JSON-able dicts
+docs/design.md §4). Sample and test results convert to and from JSON-able dicts
 because they travel from xdist workers to the controller.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 Message = dict[str, Any]
@@ -102,14 +102,34 @@ class Verdict:
         )
 
 
-REPLY_SHOWN = 400  # characters of a raw reply kept in reports
+REPLY_KEPT = 20_000  # characters of a raw reply kept in results and reports
+REPLY_PREVIEW = 200  # characters of a reply a failing test shows in the terminal
 
 
-def trim(text: str, limit: int = REPLY_SHOWN) -> str:
+def trim(text: str, limit: int = REPLY_KEPT) -> str:
     """``text`` cut to ``limit`` characters with a marker saying how much was dropped."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+# C0 and C1 controls, DEL and the Unicode line separators, each shown as an escape.
+_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+_ESCAPES = {code: _escape(code) for code in _CONTROLS} | {0x0A: "\\n", 0x09: "\\t"}
+_ESCAPES_KEEP_LINES = {k: v for k, v in _ESCAPES.items() if k not in (0x0A, 0x09)}
+
+
+def escape_control(text: str, keep_newlines: bool = False) -> str:
+    """Model text made safe for a terminal: control characters shown as escapes.
+
+    An ANSI escape in a reply would otherwise recolour or rewrite the reader's terminal.
+    ``keep_newlines`` leaves line breaks and tabs as they are (multi-line display).
+    """
+    return text.translate(_ESCAPES_KEEP_LINES if keep_newlines else _ESCAPES)
 
 
 @dataclass
@@ -148,7 +168,11 @@ class SampleRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return asdict(self)
+        # Not dataclasses.asdict: its deep copy of every field cost more than judging a reply.
+        data = dict(vars(self))
+        data["types"] = list(self.types)
+        data["unknown_types"] = list(self.unknown_types)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleRecord:
@@ -169,6 +193,8 @@ class ProbeResult:
     status: str
     samples: list[SampleRecord] = field(default_factory=list)
     message: str | None = None
+    # How pytest showed it against the baseline (score/outcome.py); set where the test ran.
+    outcome: str | None = None
 
     @property
     def arm(self) -> tuple[str, str, str, str]:
@@ -188,7 +214,7 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        data = asdict(self)
+        data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
         return data
 
@@ -202,25 +228,30 @@ class ProbeResult:
     def headline(self) -> str:
         """One line for pytest's short test summary: what went wrong first."""
         if self.message:
-            return f"{self.status}: {self.message}"
+            return escape_control(f"{self.status}: {self.message}")
         failed = [s for s in self.samples if not s.passed]
         if not failed:
             return self.status
         first = failed[0]
-        return (
+        return escape_control(
             f"{len(failed)} of {len(self.samples)} samples failed; "
             f"sample {first.index + 1}: [{first.route or '-'}] {first.label}"
         )
 
-    def describe(self) -> str:
-        """The failure report: every sample's label, route and trimmed raw reply."""
+    def describe(self, full: bool = False) -> str:
+        """The failure report: one line per sample, then the start of its reply.
+
+        ``full`` shows whole replies (``-vv``); otherwise the first REPLY_PREVIEW
+        characters on one line. Model text is escaped either way.
+        """
         lines = [self.headline()]
         total = len(self.samples)
         for s in self.samples:
             mark = "pass" if s.passed else "FAIL"
+            why = f"{s.failure}: {s.label}" if s.failure else s.label
             lines.append(
-                f"  sample {s.index + 1}/{total} {mark} [{s.route or '-'}] {s.label}"
-                + (f" (finish: {s.finish_reason})" if s.finish_reason else "")
+                escape_control(f"  sample {s.index + 1}/{total} {mark} [{s.route or '-'}] {why}")
+                + (f" (finish: {escape_control(s.finish_reason)})" if s.finish_reason else "")
             )
             if s.retry_of:
                 lines.append(
@@ -228,8 +259,15 @@ class ProbeResult:
                     f"{s.retry_of.get('label', '')}"
                 )
             if s.unknown_types:
-                lines.append(f"    unknown element types: {', '.join(s.unknown_types)}")
-            if s.reply:
-                body = s.reply.replace("\n", "\n    | ")
+                unknown = escape_control(", ".join(s.unknown_types))
+                lines.append(f"    unknown element types: {unknown}")
+            if not s.reply:
+                continue
+            if full:
+                body = escape_control(s.reply, keep_newlines=True).replace("\n", "\n    | ")
                 lines.append(f"    | {body}")
+            else:
+                shown = escape_control(s.reply[:REPLY_PREVIEW])
+                more = len(s.reply) - REPLY_PREVIEW
+                lines.append(f"    | {shown}" + (f"… [{more} more characters]" if more > 0 else ""))
         return "\n".join(lines)

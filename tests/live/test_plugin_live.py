@@ -1,4 +1,4 @@
-"""The plugin against the real servers started by scripts/real-servers (DESIGN.md section 8).
+"""The plugin against the real servers started by scripts/real-servers (docs/design.md §8).
 
 Each test runs pytest (pytester) on a copy of the shipped suite with a short ``num_predict``
 so that a slice takes seconds per call on a CPU. Assertions are on verdict labels, routes,
@@ -81,8 +81,10 @@ def test_slice_records_then_replays_offline_with_same_verdicts(
     pytester: pytest.Pytester, real_ollama: Any
 ) -> None:
     make_project(pytester, real_ollama.base_url, real_ollama.model)
-    live, live_report = run(pytester, "--live", *SLICE)
-    assert live.ret == 0, live.stdout.str()  # no baseline: every arm is new, the gate passes
+    # Recorded as the baseline: a first run with no baseline shows the model's failures as
+    # FAILED, and only --update-baseline forgives them (it records them).
+    live, live_report = run(pytester, "--live", *SLICE, "--update-baseline")
+    assert live.ret == 0, live.stdout.str()
     check_counts(live_report, tests=8, samples=2)
     live.stdout.fnmatch_lines(["*cardprobe scoreboard*", "*cards*smollm2*tool*cold*"])
     cassettes = sorted((pytester.path / "cassettes" / "cards").rglob("*.yaml"))
@@ -146,6 +148,7 @@ def test_bearer_token_is_sent_but_never_recorded(
         "cold",
         "--samples",
         "1",
+        "--update-baseline",
     )
     assert result.ret == 0, result.stdout.str()
     (cassette,) = (pytester.path / "cassettes").rglob("*.yaml")
@@ -192,7 +195,9 @@ def test_openai_api_records_and_replays(
         server = request.getfixturevalue("real_ollama")
     make_project(pytester, server.base_url, server.model, api="openai")
     mode = ["--stream"] if stream else []
-    live, live_report = run(pytester, "--live", *mode, *SLICE, "--samples", "1")
+    live, live_report = run(
+        pytester, "--live", *mode, *SLICE, "--samples", "1", "--update-baseline"
+    )
     assert live.ret == 0, live.stdout.str()
     check_counts(live_report, tests=8, samples=1)
     body = next((pytester.path / "cassettes").rglob("date-prose-cold.yaml")).read_text()
@@ -236,7 +241,7 @@ def test_killed_live_run_leaves_old_or_new_cassette(
 ) -> None:
     make_project(pytester, real_ollama.base_url, real_ollama.model)
     args = ["-k", "date", "--channel", "prose", "--condition", "cold"]
-    first, _ = run(pytester, "--live", *args, "--samples", "1")
+    first, _ = run(pytester, "--live", *args, "--samples", "1", "--update-baseline")
     assert first.ret == 0, first.stdout.str()
     (cassette,) = (pytester.path / "cassettes").rglob("*.yaml")
     old = cassette.read_text()

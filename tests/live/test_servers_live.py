@@ -1,4 +1,4 @@
-"""Live wire checks against real model servers (DESIGN.md sections 7 and 8).
+"""Live wire checks against real model servers (docs/design.md §7 and §8).
 
 These talk plain httpx to the servers started by `scripts/real-servers start` (or your own,
 see docs/real-servers.md) and assert on status codes and shapes, never on generated text:

@@ -11,28 +11,29 @@ from cardprobe_testing import cassette, report
 CLOSED_PORT = "http://127.0.0.1:9"
 
 
-def test_seeded_and_schema_replay_on_prose_and_skip_elsewhere(recorded: pytest.Pytester) -> None:
-    result, data = report(
-        recorded, "-k", "date and (seeded or schema)", "-rs", "--server", CLOSED_PORT
-    )
+def project_header(result: pytest.RunResult) -> str:
+    """pytest's ``collected ... items / ... deselected / ... selected`` line."""
+    return next(line for line in result.outlines if line.startswith("collected"))
+
+
+def test_seeded_and_schema_replay_on_prose_and_are_left_out_elsewhere(
+    recorded: pytest.Pytester,
+) -> None:
+    result, data = report(recorded, "-k", "date and (seeded or schema)", "--server", CLOSED_PORT)
     assert result.ret == 0, result.stdout.str()
     ran = {(t["channel"], t["condition"]): t for t in data["tests"] if t["suite"]}
     assert set(ran) == {("prose", "seeded"), ("prose", "schema")}
     for test in ran.values():
         assert test["status"] in ("passed", "failed") and len(test["samples"]) == 2
+    # The tool and retry channels cannot carry either condition: not tests, not skips.
+    # (Failing cases are known failures of the shipped baseline, hence xfailed.)
     result.assert_outcomes(
         passed=sum(t["status"] == "passed" for t in ran.values()),
-        failed=sum(t["status"] == "failed" for t in ran.values()),
-        skipped=4,
+        xfailed=sum(t["status"] == "failed" for t in ran.values()),
     )
-    result.stdout.fnmatch_lines_random(
-        [
-            "SKIPPED*the seeded condition*the tool channel cannot carry it",
-            "SKIPPED*the seeded condition*the retry channel cannot carry it",
-            "SKIPPED*the schema condition*the tool channel does not answer in prose",
-            "SKIPPED*the schema condition*the retry channel does not answer in prose",
-        ]
-    )
+    assert "skipped" not in result.stdout.str()
+    collected = project_header(result)
+    assert "300 items" in collected and "2 selected" in collected, collected
     arms = {(a["channel"], a["condition"]) for a in data["arms"]}
     assert arms == {("prose", "seeded"), ("prose", "schema")}
 

@@ -13,7 +13,7 @@ def test_replay_needs_no_server_and_prints_the_scoreboard(recorded: pytest.Pytes
     result, data = report(recorded, "--server", CLOSED_PORT)
     assert result.ret == 0, result.stdout.str()
     # Every test that is asked has a verdict; seeded and schema tests of the tool and retry
-    # channels are skipped at collection and leave no result.
+    # channels are left out at collection and leave no result.
     assert len(data["tests"]) == 25 * 8
     assert {t["status"] for t in data["tests"]} <= {"passed", "failed"}
     result.stdout.fnmatch_lines(

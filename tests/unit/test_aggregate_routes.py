@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pytest_cardprobe.score.aggregate import aggregate
-from pytest_cardprobe.score.report import by_route, markdown, retry_rows, scoreboard_lines
+from pytest_cardprobe.score.html import html_report
+from pytest_cardprobe.score.report import by_route, markdown, retry_section, rows, scoreboard_lines
 from pytest_cardprobe.types import ProbeResult, SampleRecord
 
 
@@ -50,14 +51,22 @@ def test_retry_table_counts_parse_failures_retries_and_recoveries() -> None:
         "recovered": 1,
         "routes": {"content": 1, "recovered": 0, "tool_calls": 1},
     }
-    assert retry_rows([arm]) == [["cards/m/retry/cold", "3", "2", "1", "content 1; tool_calls 1"]]
-    lines = scoreboard_lines([arm])
+    section = retry_section([arm])
+    assert section is not None
+    assert section.body == [["cards/m/retry/cold", "3", "2", "1", "content 1; tool_calls 1"]]
+    lines = scoreboard_lines([arm], None)
     assert any(line.startswith("arm") and "retry_route" in line for line in lines)
     assert "### Retry" in markdown([arm], None)
+    assert "<h2>Retry</h2>" in html_report([arm], [], None, {})
+    headers, body = rows([arm], None)
+    assert body[0][headers.index("pass_by_route")] == "content 1/2; tool_calls 1/1"
 
 
 def test_prose_arms_show_no_route_split_and_no_retry_table() -> None:
     (arm,) = aggregate([result("prose", "a", sample(0, "content", True))])
     assert by_route(arm) == "-"
-    assert retry_rows([arm]) == []
+    assert retry_section([arm]) is None
     assert "### Retry" not in markdown([arm], None)
+    assert "<h2>Retry</h2>" not in html_report([arm], [], None, {})
+    # The column comes from the data: no tool or retry arm, no pass_by_route column.
+    assert "pass_by_route" not in rows([arm], None)[0]

@@ -1,7 +1,7 @@
 """The model-server client: request bodies, error mapping, retries and reply assembly.
 
 HTTP is mocked with respx; real-server behaviour is covered by the live tests. Wire shapes
-follow DESIGN.md section 7.
+follow docs/design.md §7.
 """
 
 from __future__ import annotations

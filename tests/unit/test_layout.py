@@ -1,4 +1,4 @@
-"""The import rules of docs/design.md ("Layout"), read from the source with ``ast``.
+"""The import rules of docs/design.md §4, read from the source with ``ast``.
 
 Stages are folders under ``src/pytest_cardprobe``; ``types`` and ``files`` are leaves every
 stage may use; the modules at the top are pytest glue and may import anything.

@@ -1,4 +1,4 @@
-"""Text-written tool-call recovery (DESIGN.md section 6): pytest_cardprobe.judge.recovery."""
+"""Text-written tool-call recovery (docs/design.md §6): pytest_cardprobe.judge.recovery."""
 
 from __future__ import annotations
 

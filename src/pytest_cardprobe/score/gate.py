@@ -1,95 +1,23 @@
-"""Compare each arm with the committed baseline and decide whether the run regressed.
+"""Compare each arm with the baseline and decide whether the run regressed.
 
 A pass-rate regression is an arm that lost more than ``noise_floor`` cases; an adoption
 regression is a tool-channel arm whose adoption fell by more than ``noise_floor`` cases'
-worth (K / cases in the arm). Only cases that ran in both are compared, so ``-k`` runs
-compare what ran.
+worth (K / cases compared). Only cases that ran in both are compared, so ``-k`` runs
+compare what ran. Pure: the baseline arrives parsed and settings arrive built.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.files import write_atomically
 from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.baseline import Baseline, route_counts
 from pytest_cardprobe.types import ProbeResult
 
-BASELINE_FORMAT = 1
-
-
-class BaselineError(Exception):
-    """The baseline file cannot be used; the message names it."""
-
-
-def baseline_data(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> dict[str, Any]:
-    """The baseline document for this run's arms (stable ordering, no timestamps)."""
-    per_case: dict[tuple[str, str], dict[str, int]] = {}
-    for r in results:
-        calls = [s for s in r.samples if s.route]
-        per_case[(r.arm_id, r.case)] = {
-            "calls": len(calls),
-            "tool_calls": sum(1 for s in calls if s.route == "tool_calls"),
-        }
-    out: dict[str, Any] = {}
-    for arm in arms:
-        key = arm.id
-        cases = {}
-        for case, info in sorted(arm.cases.items()):
-            if info["status"] not in ("passed", "failed"):
-                continue  # unscored cases have no verdict to keep
-            counts = per_case.get((key, case), {"calls": 0, "tool_calls": 0})
-            cases[case] = {"passed": info["status"] == "passed", "label": info["label"], **counts}
-        out[key] = {
-            "suite": arm.suite,
-            "model": arm.model,
-            "channel": arm.channel,
-            "condition": arm.condition,
-            "passed": arm.passed,
-            "cases": len(cases),
-            "calls": arm.calls,
-            "tool_calls": arm.routes.get("tool_calls", 0),
-            "verdicts": cases,
-        }
-    return {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
-
-
-def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> None:
-    """Write the baseline atomically, merging arms that did not run this time."""
-    data = baseline_data(arms, results)
-    try:
-        old = load_baseline(path)
-    except BaselineError:
-        old = None
-    if old:
-        merged = {**old.get("arms", {}), **data["arms"]}
-        data["arms"] = dict(sorted(merged.items()))
-    write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-
-
-def load_baseline(path: Path) -> dict[str, Any] | None:
-    """The baseline at ``path``, or None when there is none."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
-        raise BaselineError(
-            f"baseline {path} has an unknown format (want format {BASELINE_FORMAT}); "
-            "regenerate it with --update-baseline"
-        )
-    if not isinstance(data.get("arms"), dict):
-        raise BaselineError(f"baseline {path}: key 'arms' must be a mapping")
-    return data
+# How one arm fared, worst first; the scoreboard shows this word per arm.
+REGRESSION, WARNING, GAIN, SAME, NEW = "regression", "warning", "gain", "same", "new"
 
 
 @dataclass
@@ -101,109 +29,239 @@ class GateSettings:
     max_unscored: float = 0.2
 
 
+@dataclass(frozen=True)
+class Flip:
+    """A case whose verdict changed between the baseline and now."""
+
+    case: str
+    before: str  # baseline label
+    after: str  # label now
+
+    def __str__(self) -> str:
+        return f"{self.case} ({self.before} -> {self.after})"
+
+
+@dataclass
+class ArmComparison:
+    """One arm against its baseline (``compared`` is 0 and ``word`` is ``new`` without one)."""
+
+    arm: str
+    channel: str
+    word: str = NEW
+    compared: int = 0
+    passed_before: int = 0
+    passed_now: int = 0
+    lost: list[Flip] = field(default_factory=list)  # pass -> fail
+    won: list[Flip] = field(default_factory=list)  # fail -> pass
+    adoption_before: float | None = None
+    adoption_now: float | None = None
+    adoption_drop_allowed: float | None = None
+
+    @property
+    def passed_delta(self) -> int:
+        """Cases passing now minus cases passing in the baseline (compared cases only)."""
+        return self.passed_now - self.passed_before
+
+    @property
+    def adoption_delta(self) -> float | None:
+        """Change of adoption (a share), when both runs made calls on the tool channel."""
+        if self.adoption_before is None or self.adoption_now is None:
+            return None
+        return self.adoption_now - self.adoption_before
+
+    @property
+    def adoption_regressed(self) -> bool:
+        """Adoption fell by more than the floor allows."""
+        delta, allowed = self.adoption_delta, self.adoption_drop_allowed
+        return delta is not None and allowed is not None and -delta > allowed + 1e-9
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        if self.word == NEW:
+            return {"new": True, "word": NEW}
+        out: dict[str, Any] = {
+            "word": self.word,
+            "compared": self.compared,
+            "passed_before": self.passed_before,
+            "passed_now": self.passed_now,
+            "passed_delta": self.passed_delta,
+            "flipped_to_fail": [f.case for f in self.lost],
+            "flipped_to_pass": [f.case for f in self.won],
+        }
+        if self.adoption_delta is not None:
+            out["adoption_before"] = round(self.adoption_before or 0.0, 4)
+            out["adoption_now"] = round(self.adoption_now or 0.0, 4)
+            out["adoption_delta"] = round(self.adoption_delta, 4)
+        return out
+
+
+@dataclass
+class Gate:
+    """The gate decision: per-arm comparisons and what they add up to."""
+
+    decision: str  # pass | fail | inconclusive | updated
+    noise_floor: int
+    arms: dict[str, ArmComparison] = field(default_factory=dict)
+    regressions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    gains: list[str] = field(default_factory=list)
+    unscored: int = 0
+    total: int = 0
+    max_unscored: float = 0.2
+    had_baseline: bool = True
+    updated_path: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """The gate fails the run (a regression, too much unscored, or a strict miss)."""
+        return self.decision in ("fail", "inconclusive")
+
+    @property
+    def new(self) -> list[str]:
+        """Arms with no baseline."""
+        return [a for a, c in self.arms.items() if c.word == NEW]
+
+    @property
+    def flips(self) -> list[tuple[str, Flip]]:
+        """Every pass -> fail case, with its arm."""
+        return [(a, f) for a, c in self.arms.items() for f in c.lost]
+
+    @property
+    def summary(self) -> str:
+        """One sentence after the decision word."""
+        if self.decision == "updated":
+            return f"baseline written to {self.updated_path} for {len(self.arms)} arm(s)"
+        if not self.had_baseline and self.decision == "pass":
+            return "no baseline yet: every arm is new; write one with --update-baseline"
+        k = self.noise_floor
+        text = (
+            f"{len(self.regressions)} regression(s), {len(self.warnings)} warning(s) within "
+            f"±{k}, {len(self.gains)} gain(s), {len(self.new)} new arm(s), "
+            f"{self.unscored} of {self.total} case(s) unscored"
+        )
+        if self.decision == "inconclusive":
+            text += f" — more than {self.max_unscored:.0%} unscored (infra or errors): inconclusive"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (stable ordering)."""
+        return {
+            "decision": self.decision,
+            "summary": self.summary,
+            "noise_floor": self.noise_floor,
+            "regressions": list(self.regressions),
+            "warnings": list(self.warnings),
+            "gains": list(self.gains),
+            "new": self.new,
+            "unscored": self.unscored,
+            "arms": {k: self.arms[k].to_dict() for k in sorted(self.arms)},
+        }
+
+
+def compare_arm(
+    arm: ArmScore,
+    baseline: Baseline,
+    counts: dict[tuple[str, str], tuple[int, int]],
+    noise_floor: int,
+) -> ArmComparison:
+    """One arm against its baseline: the cases that ran in both, flips, adoption."""
+    out = ArmComparison(arm.id, arm.channel)
+    base = baseline.arms.get(arm.id)
+    if base is None:
+        return out
+    now = {c: i for c, i in arm.cases.items() if i["status"] in ("passed", "failed")}
+    common = sorted(set(now) & set(base))
+    out.compared = len(common)
+    for case in common:
+        was, label = base[case].passed, now[case]["label"]
+        is_ = now[case]["status"] == "passed"
+        out.passed_before += was
+        out.passed_now += is_
+        if was != is_:
+            (out.lost if was else out.won).append(Flip(case, base[case].label, label))
+    if arm.channel == "tool" and common:
+        b_calls = sum(base[c].calls for c in common)
+        b_tool = sum(base[c].tool_calls for c in common)
+        n_calls = sum(counts.get((arm.id, c), (0, 0))[0] for c in common)
+        n_tool = sum(counts.get((arm.id, c), (0, 0))[1] for c in common)
+        if b_calls and n_calls:
+            out.adoption_before, out.adoption_now = b_tool / b_calls, n_tool / n_calls
+            out.adoption_drop_allowed = noise_floor / len(common)
+    if -out.passed_delta > noise_floor or out.adoption_regressed:
+        out.word = REGRESSION
+    elif out.lost:
+        out.word = WARNING
+    elif out.passed_delta > noise_floor:
+        out.word = GAIN
+    else:
+        out.word = SAME
+    return out
+
+
+def _messages(c: ArmComparison, k: int) -> tuple[list[str], list[str], list[str]]:
+    """Regression, warning and gain lines of one arm."""
+    regressions, warnings, gains = [], [], []
+    flips = ", ".join(map(str, c.lost))
+    if -c.passed_delta > k:
+        regressions.append(
+            f"{c.arm}: passed {c.passed_before} -> {c.passed_now} of {c.compared} "
+            f"(floor ±{k}); pass -> fail: {flips}"
+        )
+    elif c.lost:
+        warnings.append(f"{c.arm}: pass -> fail within the ±{k} noise floor: {flips}")
+    if c.adoption_regressed:
+        regressions.append(
+            f"{c.arm}: adoption {c.adoption_before:.0%} -> {c.adoption_now:.0%} "
+            f"(allowed drop {c.adoption_drop_allowed:.0%} = {k} of {c.compared} cases)"
+        )
+    if c.passed_delta > k:
+        gains.append(
+            f"{c.arm}: passed {c.passed_before} -> {c.passed_now}; accept with "
+            f"--update-baseline (fail -> pass: {', '.join(f.case for f in c.won)})"
+        )
+    return regressions, warnings, gains
+
+
 def decide(
     arms: Sequence[ArmScore],
     results: Sequence[ProbeResult],
-    baseline: dict[str, Any] | None,
+    baseline: Baseline | None,
     settings: GateSettings,
-) -> dict[str, Any]:
-    """The gate decision as plain data (stable ordering)."""
+) -> Gate:
+    """Compare every arm with ``baseline`` and decide pass, fail or inconclusive."""
     k = settings.noise_floor
-    per_case_routes: dict[tuple[str, str], tuple[int, int]] = {}
-    for r in results:
-        calls = [s for s in r.samples if s.route]
-        per_case_routes[(r.arm_id, r.case)] = (
-            len(calls),
-            sum(1 for s in calls if s.route == "tool_calls"),
-        )
-    regressions: list[str] = []
-    warnings: list[str] = []
-    gains: list[str] = []
-    new: list[str] = []
-    by_arm: dict[str, Any] = {}
-    base_arms = (baseline or {}).get("arms", {})
-    unscored = sum(a.unscored for a in arms)
-    total = sum(a.unscored + a.scored for a in arms)
+    counts = route_counts(results)
+    gate = Gate(
+        decision="pass",
+        noise_floor=k,
+        unscored=sum(a.unscored for a in arms),
+        total=sum(a.unscored + a.scored for a in arms),
+        max_unscored=settings.max_unscored,
+        had_baseline=baseline is not None,
+    )
     for arm in arms:
-        key = arm.id
-        base = base_arms.get(key)
-        if base is None:
-            new.append(f"{key}: {arm.passed}/{arm.scored} (no baseline)")
-            by_arm[key] = {"new": True}
-            continue
-        verdicts = base.get("verdicts") or {}
-        now = {c: i for c, i in arm.cases.items() if i["status"] in ("passed", "failed")}
-        common = sorted(set(now) & set(verdicts))
-        was = sum(1 for c in common if verdicts[c].get("passed"))
-        is_ = sum(1 for c in common if now[c]["status"] == "passed")
-        lost = [c for c in common if verdicts[c].get("passed") and now[c]["status"] != "passed"]
-        won = [c for c in common if not verdicts[c].get("passed") and now[c]["status"] == "passed"]
-        entry: dict[str, Any] = {
-            "compared": len(common),
-            "passed_before": was,
-            "passed_now": is_,
-            "passed_delta": is_ - was,
-            "flipped_to_fail": lost,
-            "flipped_to_pass": won,
-        }
-        flips = ", ".join(f"{c} ({verdicts[c].get('label')} -> {now[c]['label']})" for c in lost)
-        if was - is_ > k:
-            regressions.append(
-                f"{key}: passed {was} -> {is_} of {len(common)} (floor ±{k}); pass -> fail: {flips}"
-            )
-        elif lost:
-            warnings.append(f"{key}: pass -> fail within the floor: {flips}")
-        if is_ - was > k:
-            gains.append(
-                f"{key}: passed {was} -> {is_}; accept with --update-baseline "
-                f"(fail -> pass: {', '.join(won)})"
-            )
-        if arm.channel == "tool" and common:
-            b_calls = sum(int(verdicts[c].get("calls", 0)) for c in common)
-            b_tool = sum(int(verdicts[c].get("tool_calls", 0)) for c in common)
-            n_calls = sum(per_case_routes.get((key, c), (0, 0))[0] for c in common)
-            n_tool = sum(per_case_routes.get((key, c), (0, 0))[1] for c in common)
-            if b_calls and n_calls:
-                before, after = b_tool / b_calls, n_tool / n_calls
-                entry["adoption_before"] = round(before, 4)
-                entry["adoption_now"] = round(after, 4)
-                entry["adoption_delta"] = round(after - before, 4)
-                allowed = k / len(common)
-                if before - after > allowed + 1e-9:
-                    regressions.append(
-                        f"{key}: adoption {before:.0%} -> {after:.0%} "
-                        f"(allowed drop {allowed:.0%} = {k} of {len(common)} cases)"
-                    )
-        by_arm[key] = entry
-    inconclusive = bool(total) and unscored / total > settings.max_unscored
-    if regressions:
-        decision = "fail"
-    elif inconclusive:
-        decision = "inconclusive"
-    elif new and settings.strict_baseline:
-        decision = "fail"
-        regressions.extend(f"{n} — --strict-baseline wants a baseline" for n in new)
-    else:
-        decision = "pass"
-    if baseline is None and decision == "pass":
-        summary = "no baseline yet: every arm is new; write one with --update-baseline"
-    else:
-        summary = (
-            f"{len(regressions)} regression(s), {len(warnings)} warning(s) within ±{k}, "
-            f"{len(gains)} gain(s), {len(new)} new arm(s), {unscored} of {total} case(s) unscored"
-        )
-        if inconclusive:
-            summary += (
-                f" — more than {settings.max_unscored:.0%} unscored (infra or errors): inconclusive"
-            )
-    return {
-        "decision": decision,
-        "summary": summary,
-        "noise_floor": k,
-        "regressions": regressions,
-        "warnings": warnings,
-        "gains": gains,
-        "new": new,
-        "unscored": unscored,
-        "arms": dict(sorted(by_arm.items())),
-    }
+        comparison = compare_arm(arm, baseline or Baseline(), counts, k)
+        gate.arms[arm.id] = comparison
+        regressions, warnings, gains = _messages(comparison, k)
+        gate.regressions += regressions
+        gate.warnings += warnings
+        gate.gains += gains
+    if settings.strict_baseline:
+        gate.regressions += [f"{a}: no baseline — --strict-baseline wants one" for a in gate.new]
+    if gate.regressions:
+        gate.decision = "fail"
+    elif gate.total and gate.unscored / gate.total > settings.max_unscored:
+        gate.decision = "inconclusive"
+    return gate
+
+
+def updated(arms: Sequence[ArmScore], noise_floor: int, path: str) -> Gate:
+    """The gate of a run that wrote the baseline instead of comparing with it."""
+    return Gate(
+        decision="updated",
+        noise_floor=noise_floor,
+        arms={a.id: ArmComparison(a.id, a.channel, word=SAME) for a in arms},
+        unscored=sum(a.unscored for a in arms),
+        total=sum(a.unscored + a.scored for a in arms),
+        updated_path=path,
+    )

@@ -1,155 +1,279 @@
-"""Render scores: the terminal scoreboard, the Markdown report and the JSON report.
+"""Render scores and the gate: the terminal scoreboard, the Markdown and the JSON report.
 
-Everything here is built as data first (lists of lines, dicts) so that it can be printed,
-written or snapshotted the same way.
+Everything is built as data first (columns, rows, lines) so that it can be printed, written
+or snapshotted the same way. Columns come from the data: a failure class, a route or a
+note gets a column when some arm has one, so new classes need no change here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_cardprobe.score.aggregate import FAILURE_CLASSES, ArmScore
+from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.gate import NEW, SAME, ArmComparison, Gate
+from pytest_cardprobe.types import FailureClass, escape_control
 
-HEADERS = (
-    "suite",
-    "model",
-    "channel",
-    "condition",
-    "passed",
-    "adoption",
-    "recovered",
-    "pass_by_route",
-    "malformed",
-    "declined",
-    "wrong_element",
-    "infra",
-    "split",
-    "note",
-)
+NO_BASELINE_HINT = "pytest --update-baseline records one"
 
 
-def _pct(value: float | None) -> str:
+@dataclass(frozen=True)
+class Column:
+    """One scoreboard column: its header and how a row's cell is drawn."""
+
+    header: str
+    cell: Callable[[ArmScore, ArmComparison | None], str]
+
+
+def pct(value: float | None) -> str:
+    """A share as a whole percentage, ``-`` when there is none."""
     return "-" if value is None else f"{round(value * 100):d}%"
 
 
-def by_route(arm: ArmScore) -> str:
+def by_route(arm: ArmScore, _: ArmComparison | None = None) -> str:
     """Tool and retry arms: samples passed / samples, per route that carried any."""
     if arm.channel == "prose":
         return "-"
     return "; ".join(f"{r} {p}/{n}" for r, (p, n) in arm.by_route().items()) or "-"
 
 
+def _signed(value: int) -> str:
+    return f"{value:+d}" if value else "0"
+
+
+def _passed(arm: ArmScore, _: ArmComparison | None) -> str:
+    return "-" if arm.unsupported and not arm.scored else f"{arm.passed}/{arm.scored}"
+
+
+def _passed_change(_: ArmScore, c: ArmComparison | None) -> str:
+    if c is None or c.word == NEW:
+        return "new" if c else ""
+    return _signed(c.passed_delta)
+
+
+def _adoption(arm: ArmScore, _: ArmComparison | None) -> str:
+    if arm.adoption is None:
+        return "-"
+    return f"{arm.routes.get('tool_calls', 0)}/{arm.calls} {pct(arm.adoption)}"
+
+
+def _adoption_change(arm: ArmScore, c: ArmComparison | None) -> str:
+    delta = c.adoption_delta if c else None
+    if delta is None or arm.adoption is None:
+        return ""
+    return f"{round(delta * 100):+d}pt" if round(delta * 100) else "0"
+
+
+def _word(_: ArmScore, c: ArmComparison | None) -> str:
+    return "" if c is None else ("ok" if c.word == SAME else c.word)
+
+
+def _count(attribute: str, key: str) -> Callable[[ArmScore, ArmComparison | None], str]:
+    """A cell showing ``arm.<attribute>[key]`` (a route or failure-class count)."""
+
+    def cell(arm: ArmScore, _: ArmComparison | None) -> str:
+        counts: dict[str, int] = getattr(arm, attribute)
+        return str(counts.get(key, 0))
+
+    return cell
+
+
+def failure_classes(arms: Sequence[ArmScore]) -> list[str]:
+    """Failure classes some arm has, in the enum's order, then any others by name."""
+    seen = {k for a in arms for k, n in a.failures.items() if n}
+    order = [c.value for c in FailureClass]
+    return [c for c in order if c in seen] + sorted(seen - set(order))
+
+
+def routes_shown(arms: Sequence[ArmScore]) -> list[str]:
+    """Routes worth a column: any besides the two every arm has (``tool_calls``, ``content``)."""
+    seen = {r for a in arms for r, n in a.routes.items() if n}
+    return sorted(seen - {"tool_calls", "content"})
+
+
+def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
+    """The scoreboard's columns for these arms."""
+    cols = [
+        Column("suite", lambda a, c: a.suite),
+        Column("model", lambda a, c: a.model),
+        Column("channel", lambda a, c: a.channel),
+        Column("condition", lambda a, c: a.condition),
+        Column("passed", _passed),
+    ]
+    if gate is not None and gate.decision != "updated":
+        cols.append(Column("±", _passed_change))
+    if any(a.adoption is not None for a in arms):
+        cols.append(Column("adoption", _adoption))
+        if gate is not None and any(c.adoption_delta is not None for c in gate.arms.values()):
+            cols.append(Column("±pt", _adoption_change))
+    cols += [Column(r, _count("routes", r)) for r in routes_shown(arms)]
+    if any(a.channel != "prose" and a.by_route() for a in arms):
+        cols.append(Column("pass_by_route", by_route))
+    cols += [Column(n, _count("failures", n)) for n in failure_classes(arms)]
+    if any(a.split for a in arms):
+        cols.append(Column("split", lambda a, c: str(len(a.split))))
+    if any(a.unscored or a.unsupported for a in arms):
+        cols.append(Column("unscored", lambda a, c: str(a.unscored + a.unsupported)))
+    if gate is not None and gate.decision != "updated":
+        cols.append(Column("gate", _word))
+    return cols
+
+
+def rows(arms: Sequence[ArmScore], gate: Gate | None) -> tuple[list[str], list[list[str]]]:
+    """Headers and one row of cells per arm."""
+    cols = columns(arms, gate)
+    found = gate.arms if gate else {}
+    return [c.header for c in cols], [[c.cell(a, found.get(a.id)) for c in cols] for a in arms]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A table printed after the scoreboard, when the arms give it any row."""
+
+    title: str  # Markdown and HTML heading
+    caption: str  # terminal heading: what the table counts
+    headers: tuple[str, ...]
+    body: list[list[str]]
+
+
 RETRY_HEADERS = ("arm", "parse_failures", "retries", "recovered", "retry_route")
 
 
-def retry_rows(arms: Sequence[ArmScore]) -> list[list[str]]:
-    """The retry table: one row per retry-channel arm."""
-    rows = []
+def retry_section(arms: Sequence[ArmScore]) -> Section | None:
+    """The retry table: per retry-channel arm, what failed to parse and what the retry did."""
+    body = []
     for arm in arms:
         if arm.channel != "retry":
             continue
         t = arm.retry
         routes = "; ".join(f"{r} {n}" for r, n in sorted(t.routes.items()) if n) or "-"
-        rows.append([arm.id, str(t.parse_failures), str(t.retries), str(t.recovered), routes])
-    return rows
-
-
-def arm_row(arm: ArmScore, delta: dict[str, Any] | None = None) -> list[str]:
-    """One scoreboard row; ``delta`` is the gate's comparison for this arm, if any."""
-    passed = f"{arm.passed}/{arm.scored}"
-    adoption = (
-        f"{arm.routes['tool_calls']}/{arm.calls} {_pct(arm.adoption)}"
-        if arm.adoption is not None
-        else "-"
+        body.append([arm.id, str(t.parse_failures), str(t.retries), str(t.recovered), routes])
+    if not body:
+        return None
+    return Section(
+        "Retry",
+        "retry (prose first; a reply that fails to parse is asked again via the tool):",
+        RETRY_HEADERS,
+        body,
     )
-    notes = []
-    if delta:
-        if delta.get("new"):
-            notes.append("new")
-        else:
-            d = delta.get("passed_delta", 0)
-            if d:
-                passed += f" ({d:+d})"
-            ad = delta.get("adoption_delta")
-            if ad and arm.adoption is not None:
-                adoption += f" ({ad * 100:+.0f}pt)"
-    if arm.unsupported:
-        notes.append("unsupported")
-    if arm.unscored:
-        notes.append(f"{arm.unscored} unscored")
-    recovered = str(arm.routes.get("recovered", 0)) if arm.channel == "tool" else "-"
-    return [
-        arm.suite,
-        arm.model,
-        arm.channel,
-        arm.condition,
-        "-" if arm.unsupported and not arm.scored else passed,
-        adoption,
-        recovered,
-        by_route(arm),
-        *(str(arm.failures.get(k, 0)) for k in FAILURE_CLASSES),
-        str(len(arm.split)),
-        ", ".join(notes),
-    ]
 
 
-def table(rows: Sequence[Sequence[str]], headers: Sequence[str] = HEADERS) -> list[str]:
+# Each builder returns its section or None; a new table is one more entry here.
+SECTIONS: tuple[Callable[[Sequence[ArmScore]], Section | None], ...] = (retry_section,)
+
+
+def sections(arms: Sequence[ArmScore]) -> list[Section]:
+    """The sections these arms fill, in a fixed order."""
+    return [s for build in SECTIONS if (s := build(arms)) is not None]
+
+
+def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     """Plain aligned text table."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*headers).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
+    return [fmt.format(*headers).rstrip()] + [fmt.format(*r).rstrip() for r in body]
 
 
-def scoreboard_lines(arms: Sequence[ArmScore], deltas: dict[str, Any] | None = None) -> list[str]:
-    """The terminal scoreboard: one row per arm, then split cases."""
-    if not arms:
-        return []
-    deltas = deltas or {}
-    rows = [arm_row(a, deltas.get(a.id)) for a in arms]
-    lines = table(rows)
-    if retried := retry_rows(arms):
-        lines += [
-            "",
-            "retry (prose first; a reply that fails to parse is asked again via the tool):",
-        ]
-        lines += table(retried, RETRY_HEADERS)
-    split = [(a, c) for a in arms for c in sorted(a.split)]
-    if split:
-        lines.append("")
-        lines.append("split cases (samples disagreed):")
-        lines.extend(f"  {a.id}: {c}" for a, c in split)
+def changed(arms: Sequence[ArmScore], gate: Gate | None) -> list[ArmScore]:
+    """Arms that are new, flipped a case either way, or moved in adoption."""
+    if gate is None:
+        return list(arms)
+
+    def moved(c: ArmComparison | None) -> bool:
+        return c is not None and bool(
+            c.word != SAME or c.lost or c.won or round((c.adoption_delta or 0) * 100)
+        )
+
+    return [a for a in arms if moved(gate.arms.get(a.id))]
+
+
+def gate_lines(gate: Gate) -> list[str]:
+    """The gate line, then its regressions, warnings and gains."""
+    lines = [f"gate: {gate.decision} — {gate.summary}"]
+    for title, items in (
+        ("REGRESSION", gate.regressions),
+        ("warning", gate.warnings),
+        ("gain", gate.gains),
+    ):
+        lines.extend(f"  {title}: {item}" for item in items)
     return lines
 
 
-def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
+def flip_lines(gate: Gate | None) -> list[str]:
+    """Every case that changed verdict, per arm: pass -> fail first, then fail -> pass."""
+    if gate is None:
+        return []
+    lines = []
+    for arm_id in sorted(gate.arms):
+        c = gate.arms[arm_id]
+        if c.lost:
+            lines.append(f"{arm_id}: pass -> fail: {', '.join(map(str, c.lost))}")
+        if c.won:
+            lines.append(f"{arm_id}: fail -> pass: {', '.join(map(str, c.won))}")
+    return lines
+
+
+def no_baseline_line(gate: Gate | None) -> list[str]:
+    """The hint printed when some arm has no baseline."""
+    if gate is None or gate.decision == "updated" or not gate.new:
+        return []
+    return [f"no baseline for {len(gate.new)} arm(s): {NO_BASELINE_HINT}"]
+
+
+def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int = 0) -> list[str]:
+    """The terminal scoreboard; ``verbosity < 0`` (``-q``) keeps the gate and changed arms."""
+    if not arms:
+        return []
+    if verbosity < 0:
+        moved = changed(arms, gate)
+        lines = table(*rows(moved, gate)) if moved else []
+        return lines + (gate_lines(gate)[:1] if gate else []) + no_baseline_line(gate)
+    lines = table(*rows(arms, gate))
+    for section in sections(arms):
+        lines += ["", section.caption, *table(section.headers, section.body)]
+    split = [(a, c) for a in arms for c in sorted(a.split)]
+    if split:
+        lines += ["", "split cases (samples disagreed):"]
+        lines.extend(f"  {a.id}: {c}" for a, c in split)
+    if gate:
+        lines += ["", *gate_lines(gate)]
+    return lines + no_baseline_line(gate)
+
+
+def _md_cell(text: str) -> str:
+    return escape_control(text).replace("|", "\\|")
+
+
+def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     """A Markdown report fit for a pull-request comment."""
     out = ["## cardprobe", ""]
     if gate:
-        out.append(f"**Gate: {gate['decision']}** — {gate['summary']}")
-        out.append("")
-    deltas = (gate or {}).get("arms", {})
-    rows = [arm_row(a, deltas.get(a.id)) for a in arms]
-    out.append("| " + " | ".join(HEADERS) + " |")
-    out.append("|" + "---|" * len(HEADERS))
-    out.extend("| " + " | ".join(r) + " |" for r in rows)
-    if retried := retry_rows(arms):
-        out += ["", "### Retry", ""]
-        out.append("| " + " | ".join(RETRY_HEADERS) + " |")
-        out.append("|" + "---|" * len(RETRY_HEADERS))
-        out.extend("| " + " | ".join(r) + " |" for r in retried)
+        out += [f"**Gate: {gate.decision}** — {gate.summary}", ""]
+    headers, body = rows(arms, gate)
+    out.append("| " + " | ".join(headers) + " |")
+    out.append("|" + "---|" * len(headers))
+    out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
+    for section in sections(arms):
+        out += ["", f"### {section.title}", ""]
+        out.append("| " + " | ".join(section.headers) + " |")
+        out.append("|" + "---|" * len(section.headers))
+        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in section.body)
     if gate:
-        for title, key in (
-            ("Regressions", "regressions"),
-            ("Warnings (within the noise floor)", "warnings"),
-            ("Gains", "gains"),
-            ("New arms", "new"),
+        for title, items in (
+            ("Regressions", gate.regressions),
+            ("Warnings (within the noise floor)", gate.warnings),
+            ("Gains", gate.gains),
+            ("New arms", [f"{a} ({NO_BASELINE_HINT})" for a in gate.new]),
         ):
-            items = gate.get(key) or []
             if items:
                 out += ["", f"### {title}", ""]
-                out.extend(f"- {line}" for line in items)
+                out.extend(f"- {_md_cell(line)}" for line in items)
+    flips = flip_lines(gate)
+    if flips:
+        out += ["", "### Flipped cases", ""]
+        out.extend(f"- {_md_cell(line)}" for line in flips)
     split = [(a.id, c) for a in arms for c in sorted(a.split)]
     if split:
         out += ["", "### Split cases", ""]
@@ -158,12 +282,16 @@ def markdown(arms: Sequence[ArmScore], gate: dict[str, Any] | None) -> str:
 
 
 def json_report(
-    arms: Sequence[ArmScore], tests: Sequence[dict[str, Any]], gate: dict[str, Any] | None
+    arms: Sequence[ArmScore],
+    tests: Sequence[dict[str, Any]],
+    gate: Gate | None,
+    run: dict[str, Any] | None = None,
 ) -> str:
-    """The JSON report: arms, every test with every sample, and the gate decision."""
+    """The JSON report: the run's settings, arms, every test with every sample, the gate."""
     data = {
+        "run": run or {},
         "arms": [a.to_dict() for a in arms],
         "tests": sorted(tests, key=lambda t: t["nodeid"]),
-        "gate": gate,
+        "gate": None if gate is None else gate.to_dict(),
     }
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

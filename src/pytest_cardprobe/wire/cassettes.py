@@ -23,6 +23,7 @@ import yaml
 
 from pytest_cardprobe.files import shown, write_atomically
 from pytest_cardprobe.types import ChatRequest
+from pytest_cardprobe.wire.client import Player
 
 FORMAT = 1
 METADATA_KEY = "cardprobe"
@@ -135,11 +136,48 @@ class _LivePersister:
         raise CassetteNotFoundError()
 
     def save_cassette(self, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
-        from vcr.serialize import serialize
-
         if self.recording.keep:
-            write_atomically(Path(cassette_path), serialize(cassette_dict, serializer))
+            write_atomically(Path(cassette_path), serialize_cassette(cassette_dict))
             self.recording.written = True
+
+
+def serialize_cassette(cassette_dict: Mapping[str, Any]) -> str:
+    """The file text of a recording vcrpy hands over (its requests, responses and metadata)."""
+    from vcr.serialize import serialize
+    from vcr.serializers import yamlserializer
+
+    try:
+        return str(serialize(cassette_dict, _JsonAsYaml))
+    except (TypeError, ValueError):
+        # A body that is not text (vcrpy keeps undecodable bytes as bytes) has no JSON
+        # form; vcrpy's own YAML writer stores it as !!binary.
+        return str(serialize(cassette_dict, yamlserializer))
+
+
+# Characters a JSON encoder leaves raw (with ensure_ascii off) that a YAML 1.1 reader refuses
+# (C1 controls, lone surrogates, U+FFFE/U+FFFF) or reads as a line break and folds into a
+# space (U+0085, U+2028, U+2029). Escaped, they mean the same to both readers.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+
+
+def dump_cassette(data: Mapping[str, Any]) -> str:
+    """A cassette as JSON text that is also YAML meaning the same, so vcrpy's reader reads it.
+
+    vcrpy's YAML serializer reads these files as they are (JSON is YAML's flow style), and
+    replay reads them with :func:`json.loads`, several times faster than a YAML parser (see
+    BENCHMARKS.md, "Cassette replay"). Text is kept as UTF-8, not ``\\u`` escapes: a YAML
+    reader would turn an escaped surrogate pair into two lone surrogates.
+    """
+    text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+class _JsonAsYaml:
+    """vcrpy's serializer interface around :func:`dump_cassette`."""
+
+    @staticmethod
+    def serialize(cassette_dict: Mapping[str, Any]) -> str:
+        return dump_cassette(cassette_dict)
 
 
 class _Player:
@@ -156,21 +194,23 @@ class _Player:
         self.played = [False] * len(self.interactions)
         self._bodies: dict[int, Any] = {}
 
-    def _matches(self, index: int, method: str, path: str, body: Any) -> bool:
+    def _matches(self, index: int, method: str, path: str, content: str) -> bool:
         recorded = self.interactions[index]["request"]
         if str(recorded.get("method", "")).upper() != method:
             return False
         if urllib.parse.urlsplit(str(recorded.get("uri", ""))).path != path:
             return False
+        raw = recorded.get("body")
+        if raw == content:
+            return True  # the same text: the same JSON, without parsing either
         if index not in self._bodies:
-            self._bodies[index] = _parsed_body(recorded.get("body"))
-        return bool(self._bodies[index] == body)
+            self._bodies[index] = _parsed_body(raw)
+        return bool(self._bodies[index] == _parsed_body(content))
 
-    def response_for(self, method: str, path: str, content: bytes) -> dict[str, Any] | None:
+    def response_for(self, method: str, path: str, content: str) -> dict[str, Any] | None:
         """The recorded response for a request, or ``None`` when nothing here matches."""
-        body = _parsed_body(content)
         count = len(self.interactions)
-        matching = [i for i in range(count) if self._matches(i, method, path, body)]
+        matching = [i for i in range(count) if self._matches(i, method, path, content)]
         for index in matching:
             if not self.played[index]:
                 self.played[index] = True
@@ -182,7 +222,7 @@ class _Player:
             )
         return None
 
-    def mismatch(self, method: str, path: str, content: bytes) -> StaleCassette:
+    def mismatch(self, method: str, path: str, content: str) -> StaleCassette:
         """The error for a request that matches no interaction, naming the first difference."""
         why = "the request no longer matches the recording"
         if self.interactions:
@@ -220,7 +260,13 @@ class Recording:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _load_yaml(text: str) -> Any:
+def _load(text: str) -> Any:
+    """A cassette's data: JSON when it is (what this plugin writes), else YAML."""
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # YAML's flow style but not JSON: the YAML reader decides, naming the line
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=loader)
 
@@ -234,7 +280,7 @@ def read_cassette(path: Path, hint: str = "pytest --live") -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise CorruptCassette(f"corrupt cassette {shown(path)}: cannot read it ({exc})") from None
     try:
-        data = _load_yaml(text)
+        data = _load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -303,38 +349,31 @@ class Replay:
     def __init__(self) -> None:
         self._playing: list[_Player] = []
 
-    def transport(self) -> Any:
-        """An httpx transport answering from the open cassettes; anything else is refused."""
-        import httpx
+    def player(self) -> Player:
+        """What the replay client sends its requests to instead of a network."""
+        return self.play
 
-        def handle(request: httpx.Request) -> httpx.Response:
-            method, path, content = request.method.upper(), request.url.path, request.read()
-            if not self._playing:
-                raise CassetteProblem(
-                    f"replay without a cassette: {method} {request.url} would need the "
-                    "network; only --live talks to a server"
-                )
-            for player in reversed(self._playing):
-                response = player.response_for(method, path, content)
-                if response is not None:
-                    break
-            else:
-                raise self._playing[-1].mismatch(method, path, content)
-            status = response.get("status") or {}
-            headers = [
-                (name, str(value))
-                for name, values in (response.get("headers") or {}).items()
-                if name.lower() not in ("content-length", "transfer-encoding")
-                for value in (values if isinstance(values, list) else [values])
-            ]
-            return httpx.Response(
-                int(status.get("code", 200)),
-                headers=headers,
-                content=_recorded_body(response),
-                request=request,
+    def play(self, method: str, path: str, content: str) -> tuple[int, bytes]:
+        """The recorded status and body for a request, from the cassettes being replayed.
+
+        A request that no open cassette holds is refused, so no call can leave the machine.
+        No HTTP stack is involved: building and reading httpx requests cost more per test
+        than the rest of replay (see BENCHMARKS.md, "Cassette replay").
+        """
+        method = method.upper()
+        if not self._playing:
+            raise CassetteProblem(
+                f"replay without a cassette: {method} {path} would need the network; "
+                "only --live talks to a server"
             )
-
-        return httpx.MockTransport(handle)
+        for player in reversed(self._playing):
+            response = player.response_for(method, path, content)
+            if response is not None:
+                break
+        else:
+            raise self._playing[-1].mismatch(method, path, content)
+        status = response.get("status") or {}
+        return int(status.get("code", 200)), _recorded_body(response)
 
     @contextlib.contextmanager
     def open(
@@ -363,7 +402,7 @@ class Record:
 
     live = True
 
-    def transport(self) -> Any:
+    def player(self) -> None:
         """None: the client uses the network, and vcrpy records what passes."""
         return None
 

@@ -236,6 +236,15 @@ class ClientSettings:
     api_key: str | None = None
 
 
+# Stands in for the network in replay: (method, path, JSON body text) -> (status, body).
+Player = Callable[[str, str, str], tuple[int, bytes]]
+
+
+def json_body(body: Any) -> str:
+    """A request body as JSON text, written as httpx writes ``json=`` bodies."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 class ChatClient:
     """One connection pool per session; ``chat`` is the only call tests make."""
 
@@ -243,24 +252,38 @@ class ChatClient:
         self,
         settings: ClientSettings,
         sleep: Callable[[float], None] = time.sleep,
-        transport: Any = None,
+        player: Player | None = None,
     ):
-        """``transport`` replaces the network (replay passes one that serves cassettes)."""
-        import httpx
+        """``player`` stands in for HTTP: replay passes one that answers from cassettes.
 
+        The request body is then built as live and the recorded body parsed as live, but
+        neither goes through httpx, which this client then never imports (building and
+        reading httpx requests cost more per test than the rest of replay).
+        """
         self.settings = settings
         self._sleep = sleep
-        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        self._http = httpx.Client(
-            base_url=settings.base_url.rstrip("/"),
-            timeout=httpx.Timeout(settings.timeout, connect=min(10.0, settings.timeout)),
-            headers=headers,
-            transport=transport,
-        )
+        self._player = player
+        self._client: httpx.Client | None = None
+
+    @property
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            import httpx
+
+            s = self.settings
+            headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
+            self._client = httpx.Client(
+                base_url=s.base_url.rstrip("/"),
+                timeout=httpx.Timeout(s.timeout, connect=min(10.0, s.timeout)),
+                headers=headers,
+            )
+        return self._client
 
     def close(self) -> None:
         """Close the connection pool."""
-        self._http.close()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def payload(self, request: ChatRequest) -> tuple[str, dict[str, Any]]:
         """Path and JSON body for ``request`` on the configured API."""
@@ -318,9 +341,11 @@ class ChatClient:
         raise InfraError(f"{last} (after {self.settings.retries + 1} attempts)")
 
     def _chat_once(self, request: ChatRequest) -> ChatReply:
+        path, body = self.payload(request)
+        if self._player is not None:
+            return self._played(request, path, body, self._player)
         import httpx
 
-        path, body = self.payload(request)
         try:
             response = self._http.post(path, json=body)
         except httpx.TimeoutException as exc:
@@ -329,17 +354,35 @@ class ChatClient:
             raise InfraError(f"cannot reach {self.settings.base_url}: {exc!r}") from exc
         if response.status_code >= 400:
             raise classify_http_error(response, request.model)
+        return self._reply_of(response.text)
+
+    def _played(
+        self, request: ChatRequest, path: str, body: dict[str, Any], player: Player
+    ) -> ChatReply:
+        status, content = player("POST", path, json_body(body))
+        if status >= 400:
+            import httpx
+
+            url = self.settings.base_url.rstrip("/") + path
+            response = httpx.Response(
+                status, content=content, request=httpx.Request("POST", url, json=body)
+            )
+            raise classify_http_error(response, request.model)
+        return self._reply_of(content.decode("utf-8", "replace"))
+
+    def _reply_of(self, text: str) -> ChatReply:
+        """Parse a successful reply body (whole, or a stream) for the configured API."""
         if self.settings.stream:
-            lines = response.text.splitlines()
+            lines = text.splitlines()
             if self.settings.api == "openai":
                 return parse_openai_stream(lines)
             return parse_ollama_stream(lines)
         try:
-            data = response.json()
+            data = json.loads(text)
         except ValueError as exc:
-            raise InfraError(f"reply is not JSON: {response.text[:120]!r}") from exc
+            raise InfraError(f"reply is not JSON: {text[:120]!r}") from exc
         if not isinstance(data, dict):
-            raise InfraError(f"reply is not a JSON object: {response.text[:120]!r}")
+            raise InfraError(f"reply is not a JSON object: {text[:120]!r}")
         if self.settings.api == "openai":
             return parse_openai_reply(data)
         return parse_ollama_reply(data)

@@ -1,0 +1,60 @@
+"""Compare two runs from their JSON reports (``--cardprobe-json``): the older one is the baseline.
+
+Pure: documents arrive decoded; reading files is the command line's job (``__main__.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_cardprobe.score.aggregate import ArmScore, aggregate
+from pytest_cardprobe.score.baseline import Baseline, CaseVerdict
+from pytest_cardprobe.score.gate import Gate, GateSettings, decide
+from pytest_cardprobe.score.outcome import label_of
+from pytest_cardprobe.types import ProbeResult
+
+
+class ReportError(Exception):
+    """A document that is not a cardprobe JSON report; the message names the key."""
+
+
+def results_of(doc: object, source: str) -> list[ProbeResult]:
+    """The probe results of a JSON report (fixture-driven tests, which have no arm, left out)."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("tests"), list):
+        raise ReportError(f"{source}: key 'tests' is missing; is it a --cardprobe-json report?")
+    out = []
+    for index, test in enumerate(doc["tests"]):
+        try:
+            result = ProbeResult.from_dict(dict(test))
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ReportError(f"{source}: key tests[{index}] is not a test result: {exc}") from None
+        if result.suite:
+            out.append(result)
+    return out
+
+
+def baseline_of(results: Sequence[ProbeResult]) -> Baseline:
+    """An older run's verdicts as a baseline (judged cases only)."""
+    arms: dict[str, dict[str, CaseVerdict]] = {}
+    for r in results:
+        if r.status not in ("passed", "failed"):
+            continue
+        routed = [s.route for s in r.samples if s.route]
+        arms.setdefault(r.arm_id, {})[r.case] = CaseVerdict(
+            passed=r.status == "passed",
+            label=label_of(r),
+            calls=len(routed),
+            tool_calls=routed.count("tool_calls"),
+        )
+    return Baseline(arms)
+
+
+def compare_runs(
+    old: Mapping[str, Any], new: Mapping[str, Any], settings: GateSettings, names: tuple[str, str]
+) -> tuple[list[ArmScore], Gate]:
+    """The newer run's arms and the gate between the two runs."""
+    before = results_of(old, names[0])
+    after = results_of(new, names[1])
+    arms = aggregate(after)
+    return arms, decide(arms, after, baseline_of(before), settings)

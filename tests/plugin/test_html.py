@@ -1,0 +1,90 @@
+"""The HTML report, rendered by a real headless Chromium and read back from its DOM."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cardprobe_testing import cassette, set_replies
+
+# Each would change the page title if the browser ran it.
+HOSTILE = (
+    "<script>document.title='pwned-script'</script>"
+    "<img src=x onerror=\"document.title='pwned-img'\">"
+    "</textarea></pre></details></td><b id=\"injected\">bold?</b>"
+    "<a href=\"javascript:document.title='pwned-link'\">click me</a>"
+    "' onmouseover='document.title=1' \" autofocus onfocus=\"document.title='pwned-attr'\""
+)
+
+
+def chromium() -> str:
+    """The Chromium binary; missing is a skip locally and a failure where CI requires it."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    message = "chromium is not installed (Debian: apt-get install -y chromium; .ci/run does it)"
+    if os.environ.get("CARDPROBE_REQUIRE_LIVE") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def render(browser: str, page: Path, *args: str) -> str:
+    """Run headless Chromium on ``page``; return what it printed."""
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",  # tests may run as root in a container
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--virtual-time-budget=3000",  # let anything that would run, run
+            *args,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_shipped_suite_report_renders_charts_and_grid_and_runs_no_model_text(
+    recorded: pytest.Pytester, tmp_path: Path
+) -> None:
+    browser = chromium()
+    set_replies(cassette(recorded, "date", "prose", "cold"), content=HOSTILE)
+    page = recorded.path / "report.html"
+    result = recorded.runpytest("-p", "no:cacheprovider", "cases", f"--cardprobe-html={page}")
+    assert result.ret == 0, result.stdout.str()
+    source = page.read_text()
+    # Self-contained: no element of the page loads anything (URLs in replies are text).
+    assert not re.search(r"<[a-zA-Z][^>]*\s(src|href|action)\s*=", source)
+    assert "<script" not in source and "<link" not in source and "@import" not in source
+
+    dom = render(browser, page, "--dump-dom")
+    # No script ran: the title is still ours.
+    assert re.search(r"<title>cardprobe report</title>", dom), dom[:500]
+    assert "pwned" not in re.sub(r"<pre>.*?</pre>", "", dom, flags=re.S)
+    # The hostile reply shows as text, inside the cell's <pre>, not as elements.
+    assert "&lt;script&gt;document.title='pwned-script'&lt;/script&gt;" in dom
+    assert "&lt;img src=x onerror=" in dom and "&lt;/textarea&gt;" in dom
+    assert "javascript:document.title" in dom
+    assert not re.search(r"<(script|img|a|textarea)\b", dom)
+    assert '<b id="injected"' not in dom and '&lt;b id="injected"&gt;' in dom
+    # The charts and the grid are there: one bar and one baseline mark per arm.
+    assert len(re.findall(r'<rect class="bar"', dom)) == 8 + 2  # pass rate + tool adoption
+    assert len(re.findall(r'class="baseline-mark"', dom)) == 8 + 2
+    assert 'id="pass-chart"' in dom and 'id="adoption-chart"' in dom
+    assert len(re.findall(r'<td class="cell"', dom)) == 200
+    assert len(re.findall(r"<details>", dom)) == 200
+    assert 'id="gate"' in dom and "Gate: pass" in dom
+    assert "<h2>Retry</h2>" in dom and "cards/smollm2:135m/retry/cold" in dom
+
+    shot = tmp_path / "report.png"
+    render(browser, page, f"--screenshot={shot}", "--window-size=1280,2000")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

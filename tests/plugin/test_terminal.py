@@ -1,0 +1,73 @@
+"""What a reader sees in the terminal: short, and model text escaped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cardprobe_testing import cassette, report, set_replies
+
+LONG = "Here is my answer. " * 30  # 570 characters of prose
+HOSTILE = "\x1b[31mRED\x1b[0m \x1b]0;owned\x07 done"
+
+
+@pytest.mark.parametrize("workers", [["-n", "0"], ["-n", "2"]], ids=["n0", "n2"])
+def test_the_shipped_suite_replays_quietly(recorded: pytest.Pytester, workers: list[str]) -> None:
+    result = recorded.runpytest("-p", "no:cacheprovider", "cases", *workers)
+    assert result.ret == 0
+    result.assert_outcomes(passed=9, xfailed=191)
+    out = result.stdout.lines
+    assert len(out) <= 60, "\n".join(out)
+    assert not [line for line in out if "FAILED" in line]
+    result.stdout.fnmatch_lines(
+        [
+            "*cardprobe scoreboard*",
+            "suite*model*channel*condition*passed*±*adoption*gate",
+            "cards*smollm2:135m*tool*cold*1/25*0*0/50 0%*ok",
+            "gate: pass*",
+        ]
+    )
+
+
+def test_a_failing_probe_shows_one_line_per_sample_and_the_start_of_its_reply(
+    recorded: pytest.Pytester,
+) -> None:
+    (recorded.path / "cardprobe-baseline.json").unlink()
+    set_replies(cassette(recorded, "date", "prose", "cold"), content=LONG)
+    result, data = report(recorded, "-k", "date and prose and cold")
+    result.stdout.fnmatch_lines(
+        [
+            "  sample 1/2 FAIL [[]content[]] declined: prose (finish: stop)",
+            f"    | {LONG[:200]}… [[]370 more characters[]]",
+            "  sample 2/2 FAIL [[]content[]] declined: prose (finish: stop)",
+        ]
+    )
+    assert LONG[:201] not in result.stdout.str()
+    # The reports keep the whole reply.
+    assert data["tests"][0]["samples"][0]["reply"] == LONG
+    full, _ = report(recorded, "-k", "date and prose and cold", "-vv")
+    assert LONG.strip() in full.stdout.str()
+
+
+def test_control_characters_from_the_model_never_reach_the_terminal_raw(
+    recorded: pytest.Pytester,
+) -> None:
+    (recorded.path / "cardprobe-baseline.json").unlink()
+    set_replies(cassette(recorded, "date", "prose", "cold"), content=HOSTILE)
+    for verbosity in ([], ["-vv"]):
+        result, _ = report(recorded, "-k", "date and prose and cold", *verbosity)
+        out = result.stdout.str() + result.stderr.str()
+        assert "\x1b" not in out and "\x07" not in out
+        assert "\\x1b[31mRED\\x1b[0m \\x1b]0;owned\\x07 done" in out
+
+
+def test_quiet_shows_the_gate_and_only_the_arms_that_changed(recorded: pytest.Pytester) -> None:
+    card = json.dumps([{"type": "Input.Date", "id": "d", "label": "Day"}])
+    set_replies(cassette(recorded, "date", "prose", "history"), content=card)
+    result, _ = report(recorded, "-q")
+    board = result.stdout.lines[
+        next(i for i, line in enumerate(result.stdout.lines) if "cardprobe scoreboard" in line) :
+    ]
+    rows = [line for line in board if line.startswith("cards ")]
+    assert len(rows) == 1 and "history" in rows[0] and "+1" in rows[0], board
+    assert any(line.startswith("gate: pass") for line in board)

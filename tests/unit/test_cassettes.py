@@ -1,0 +1,163 @@
+"""Cassette files: what recording writes, that vcrpy reads it, and how replay serves it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from vcr.request import Request
+from vcr.serialize import deserialize
+from vcr.serializers import jsonserializer, yamlserializer
+
+from pytest_cardprobe.types import ChatRequest
+from pytest_cardprobe.wire.cassettes import (
+    CorruptCassette,
+    Recording,
+    Replay,
+    StaleCassette,
+    _LivePersister,
+    dump_cassette,
+    read_cassette,
+)
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings, ModelNotFound, json_body
+
+SERVER = "http://127.0.0.1:11434"
+# Text a model may well produce that a careless JSON-as-YAML writer would corrupt: a YAML
+# reader refuses raw C1 controls and folds U+0085/U+2028/U+2029 into spaces; an escaped
+# emoji would come back from YAML as two lone surrogates.
+HOSTILE = 'say "hi"\n\tthen\u2028next\u0085line\u2029 \x85\x9f\ufeff 😀 é 中 \\ {a: [b]} # - *x'
+
+
+def ollama_reply(content: str) -> str:
+    return json.dumps({"message": {"role": "assistant", "content": content}, "done": True})
+
+
+def cassette_dict(body: Any, reply: str | bytes, status: int = 200) -> dict[str, Any]:
+    """What vcrpy hands a persister at the end of a live recording."""
+    text = body if isinstance(body, (str, bytes)) else json_body(body)
+    request = Request("POST", f"{SERVER}/api/chat", text, {"content-type": ["application/json"]})
+    response = {
+        "status": {"code": status, "message": "OK"},
+        "headers": {"content-type": ["application/json; charset=utf-8"]},
+        "body": {"string": reply.encode("utf-8") if isinstance(reply, str) else reply},
+    }
+    return {
+        "requests": [request],
+        "responses": [response],
+        "metadata": {"cardprobe": {"format": 1, "fingerprint": {"model": "m"}}},
+    }
+
+
+def save(path: Path, data: dict[str, Any]) -> str:
+    _LivePersister(Recording(path=path, live=True)).save_cassette(path, data, yamlserializer)
+    return path.read_text(encoding="utf-8")
+
+
+def test_recorded_cassette_is_read_back_unchanged_by_vcrpy_yaml_and_replay(
+    tmp_path: Path,
+) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": HOSTILE}], "stream": False}
+    path = tmp_path / "c.yaml"
+    text = save(path, cassette_dict(body, ollama_reply(HOSTILE)))
+
+    requests, responses, metadata = deserialize(text, yamlserializer)  # vcrpy's default reader
+    assert json.loads(requests[0].body) == body
+    assert json.loads(responses[0]["body"]["string"])["message"]["content"] == HOSTILE
+    assert metadata["cardprobe"]["fingerprint"] == {"model": "m"}
+    assert deserialize(text, jsonserializer)[0][0].body == requests[0].body
+    assert yaml.safe_load(text) == json.loads(text)  # one document, two readers, same data
+    served = read_cassette(path)["interactions"][0]
+    assert json.loads(served["response"]["body"]["string"])["message"]["content"] == HOSTILE
+
+
+def test_dump_cassette_escapes_only_what_yaml_cannot_carry_raw() -> None:
+    text = dump_cassette({"s": HOSTILE})
+    assert "😀" in text and "中" in text  # kept as UTF-8, readable in a diff
+    for raw in ("\u2028", "\u2029", "\x85", "\x9f", "\ufeff"):
+        assert raw not in text
+    assert yaml.load(text, Loader=yaml.SafeLoader) == {"s": HOSTILE}
+
+
+def test_a_body_that_is_not_text_falls_back_to_vcrpys_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    text = save(path, cassette_dict(b"\xff\xfe binary", b"\x89PNG\xff"))
+    assert not text.startswith("{")
+    requests, responses, _ = deserialize(text, yamlserializer)
+    assert requests[0].body == b"\xff\xfe binary"
+    assert responses[0]["body"]["string"] == b"\x89PNG\xff"
+    assert read_cassette(path)["interactions"][0]["response"]["status"]["code"] == 200
+
+
+def replay(path: Path, request: ChatRequest, times: int = 1) -> list[str]:
+    """Ask ``times`` through a replay client; the contents of the replies."""
+    backend = Replay()
+    client = ChatClient(ClientSettings(base_url=SERVER), player=backend.player())
+    with backend.open(path, fingerprint=None, rerecord_hint="pytest --live"):
+        return [client.chat(request).content for _ in range(times)]
+
+
+def chat_request(question: str = "hello") -> ChatRequest:
+    return ChatRequest(model="m", messages=[{"role": "user", "content": question}])
+
+
+def recorded_body(request: ChatRequest) -> dict[str, Any]:
+    return ChatClient(ClientSettings(base_url=SERVER)).payload(request)[1]
+
+
+def test_replay_matches_a_body_written_with_other_spacing_and_key_order(tmp_path: Path) -> None:
+    request = chat_request()
+    body = recorded_body(request)
+    other = json.dumps(dict(reversed(list(body.items()))), indent=1)  # another writer's text
+    path = tmp_path / "c.yaml"
+    save(path, cassette_dict(other, ollama_reply("from the cassette")))
+    assert replay(path, request) == ["from the cassette"]
+
+
+def test_replay_refuses_a_changed_request_and_a_sample_too_many(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    save(path, cassette_dict(recorded_body(chat_request()), ollama_reply("ok")))
+    with pytest.raises(StaleCassette, match=r"no longer matches.*body\.messages\[0\]\.content"):
+        replay(path, chat_request("goodbye"))
+    with pytest.raises(StaleCassette, match="holds 1 recorded call"):
+        replay(path, chat_request(), times=2)
+
+
+def test_a_recorded_error_status_is_classified_as_live(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    error = json.dumps({"error": "model 'm' not found"})
+    save(path, cassette_dict(recorded_body(chat_request()), error, status=404))
+    with pytest.raises(ModelNotFound, match="model 'm' not found"):
+        replay(path, chat_request())
+
+
+def test_replay_does_not_import_httpx(tmp_path: Path) -> None:
+    """Replay answers from files: the HTTP stack (and its start-up cost) stays unloaded."""
+    path = tmp_path / "c.yaml"
+    save(path, cassette_dict(recorded_body(chat_request()), ollama_reply("ok")))
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pytest_cardprobe.types import ChatRequest\n"
+        "from pytest_cardprobe.wire.cassettes import Replay\n"
+        "from pytest_cardprobe.wire.client import ChatClient, ClientSettings\n"
+        "backend = Replay()\n"
+        f"client = ChatClient(ClientSettings(base_url={SERVER!r}), player=backend.player())\n"
+        "request = ChatRequest(model='m', messages=[{'role': 'user', 'content': 'hello'}])\n"
+        f"with backend.open(Path({str(path)!r}), fingerprint=None, rerecord_hint='-'):\n"
+        "    print(client.chat(request).content, 'httpx' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["ok", "False"]
+
+
+def test_a_truncated_json_cassette_is_corrupt_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    text = save(path, cassette_dict(recorded_body(chat_request()), ollama_reply("ok")))
+    path.write_text(text[: len(text) // 2], encoding="utf-8")
+    with pytest.raises(CorruptCassette, match=r"corrupt cassette .*c\.yaml:.* line \d+ not valid"):
+        read_cassette(path)
