@@ -6,8 +6,11 @@ A leaf module: every stage that writes (cassettes, baseline, reports) uses it.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -20,8 +23,15 @@ def shown(path: Path) -> str:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    """Write ``text`` to ``path`` through a temporary file and a rename.
+
+    A run killed between the two leaves ``path`` as it was plus a hidden temporary file;
+    the next write of the same path removes such leftovers.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -33,3 +43,70 @@ def write_atomically(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+DEFAULT_MAX_FILE_MB = 10
+MB = 1024 * 1024
+# Said in every "too large" message so the user knows which knob raises the cap.
+MAX_FILE_KEY = "cardprobe_max_file_mb"
+
+
+class FileRefused(Exception):
+    """A file the plugin will not read: what it is instead of a regular file, or too large.
+
+    The message says what is wrong without the path; callers put the path (and key) in front.
+    """
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else FileRefused.
+
+    Devices, FIFOs and directories are refused before anything is opened (``/dev/zero`` would
+    never end, a FIFO would block the run), and the read stops one byte past the cap, so a
+    file that grows while it is read cannot exhaust memory either.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise FileRefused(f"is a dangling symbolic link (to {os.readlink(path)})") from None
+        raise
+    if not stat.S_ISREG(info.st_mode):
+        raise FileRefused(f"is {_kind(info.st_mode)}, not a regular file")
+    if info.st_size > max_bytes:
+        raise FileRefused(_too_large(info.st_size, max_bytes))
+    # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not hang.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise FileRefused("is not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileRefused(_too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return (
+        f"is larger than the {max_bytes / MB:g} MB cap ({size:,} bytes or more); "
+        f"raise ini {MAX_FILE_KEY} if it really is that big"
+    )
+
+
+def inside(path: Path, roots: Iterable[Path]) -> bool:
+    """True when ``path``, with symbolic links resolved, lies in one of ``roots``."""
+    real = Path(os.path.realpath(path))
+    return any(real.is_relative_to(os.path.realpath(root)) for root in roots)

@@ -21,7 +21,10 @@ def pytest_cardprobe_get_judge(name: str, config: pytest.Config) -> Judge | None
 def pytest_cardprobe_adjust_request(
     request: ChatRequest, probe: Probe | None, config: pytest.Config
 ) -> None:
-    """Edit ``request`` in place just before it is sent (or matched against a cassette)."""
+    """Edit ``request`` in place just before it is sent (or matched against a cassette).
+
+    In a call suite's tool loop it is called before every turn's request.
+    """
 
 
 @pytest.hookspec

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cardprobe.suite.loader import SuiteError, load_suite
+from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import CassetteProblem
@@ -38,6 +38,14 @@ def marker_samples(item: pytest.Item) -> int | None:
     if type(n) is not int or n < 1:
         shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
         raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
+    from pytest_cardprobe.state import get_state
+
+    most = get_state(item.config).settings.max_samples
+    if n > most:
+        raise pytest.UsageError(
+            f"{item.nodeid}: samples({n}) is more than the limit of {most} "
+            "(ini cardprobe_max_samples)"
+        )
     return n
 
 
@@ -56,32 +64,105 @@ def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
         elif path.is_dir():
             candidates = (
                 p
-                for p in sorted(path.rglob("*.y*ml"))
+                for p in sorted(path.rglob("*"))
+                if p.suffix.lower() in (".yaml", ".yml") and p.is_file()
                 if not _SKIPPED_DIRS & set(p.relative_to(path).parts)
             )
         else:
             continue
         for candidate in candidates:
-            if candidate.suffix in (".yaml", ".yml") and is_suite_file(candidate):
+            if is_suite_file(candidate):
                 yield candidate
 
 
 def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list[str]:
     """Load every suite up front; the problems a run over ``args`` would stop on."""
+    from pytest_cardprobe.suite.builtin import builtin_suite_path
+
     errors = []
     found = False
-    for path in suite_files_under(args, root):
+    names: dict[str, Path] = {}
+    paths = [*suite_files_under(args, root), *map(builtin_suite_path, state.settings.suites)]
+    state.suites_found += len(paths)
+    for path in paths:
         found = True
         try:
-            load_suite(path, known_judges=state.judge_names())
+            suite = load_suite(path, known_judges=state.judge_names(), limits=state.limits)
         except SuiteError as exc:
             errors.append(str(exc))
+            continue
+        clash = same_name(names, suite.name, path)
+        if clash:
+            errors.append(clash)
+        if state.settings.strict_tools:
+            errors.extend(f"{f} (--strict-tools)" for f in tool_lint(suite))
     if found and not state.settings.models:
         errors.append(
             "no model to probe — pass --model NAME (repeatable) or set "
             "cardprobe_models in [tool.pytest.ini_options]"
         )
     return errors
+
+
+#: Node id prefix of a built-in suite: ``cardprobe:cards::date[model-tool-cold]``. It is not a
+#: path, so a test of a built-in suite is re-run with ``--cardprobe-suite NAME -k``.
+BUILTIN_PREFIX = "cardprobe:"
+
+
+def builtin_suite_files(session: pytest.Session, names: list[str]) -> list[SuiteFile]:
+    """Collectors for the built-in suites ``names``, wherever the package is installed."""
+    from pytest_cardprobe.suite.builtin import builtin_suite_path
+
+    return [
+        SuiteFile.from_parent(session, path=builtin_suite_path(name), nodeid=BUILTIN_PREFIX + name)
+        for name in names
+    ]
+
+
+def rerecord_hint(nodeid: str, model: str, live: bool) -> str:
+    """The command that records one test again (a built-in suite's id is not a path)."""
+    mode = "" if live else " --live"
+    if nodeid.startswith(BUILTIN_PREFIX):
+        suite, _, name = nodeid.removeprefix(BUILTIN_PREFIX).partition("::")
+        return f'pytest{mode} --cardprobe-suite {suite} --model {model} -k "{name}"'
+    return f'pytest{mode} --model {model} "{nodeid}"'
+
+
+def no_suite_message() -> str:
+    """What to do when models were given but no suite was collected."""
+    return (
+        "no cardprobe suite was collected, so no model was probed. Add a built-in suite with "
+        "`pytest --cardprobe-suite cards` (`pytest --cardprobe-suite list` shows them; ini "
+        "cardprobe_suites), or write your own: `python -m pytest_cardprobe init` starts one"
+    )
+
+
+class ToolLintWarning(pytest.PytestWarning):
+    """A call suite's tool declaration that small models handle badly (suite/toollint.py)."""
+
+
+def tool_lint(suite: Suite) -> list[str]:
+    """The tool-definition lint findings of a call suite, one line each."""
+    if not suite.is_call_suite:
+        return []
+    from pytest_cardprobe.suite.toollint import lint_tools
+
+    return [str(f) for f in lint_tools(suite.tools, suite.tools_file or suite.path)]
+
+
+def same_name(names: dict[str, Path], name: str, path: Path) -> str | None:
+    """Note that suite ``name`` lives in ``path``; the error when another file took it first.
+
+    Two suites with one name would share cassette folders and baseline arms, so recording
+    one would overwrite the other's cassettes.
+    """
+    first = names.setdefault(name, path)
+    if first == path:
+        return None
+    return (
+        f"{path}: name: suite name {name!r} is already used by {first}; "
+        "two suites with one name would share cassettes and baseline arms — rename one"
+    )
 
 
 class ProbeFailed(Exception):
@@ -100,12 +181,23 @@ class SuiteFile(pytest.File):
         from pytest_cardprobe.state import get_state
 
         state = get_state(self.config)
+        state.suites_found += 1
         try:
-            suite = load_suite(self.path, known_judges=state.judge_names())
+            suite = load_suite(self.path, known_judges=state.judge_names(), limits=state.limits)
         except SuiteError as exc:
             state.collect_errors.append(str(exc))
             return
+        clash = same_name(state.suite_names, suite.name, self.path)
+        if clash:
+            state.collect_errors.append(clash)
+            return
         settings = state.settings
+        findings = tool_lint(suite)
+        if findings and settings.strict_tools:
+            state.collect_errors.extend(f"{f} (--strict-tools)" for f in findings)
+            return
+        for finding in findings:
+            self.warn(ToolLintWarning(finding))
         if not settings.models:
             state.collect_errors.append(
                 f"{self.path}: no model to probe — pass --model NAME (repeatable) or set "
@@ -145,14 +237,17 @@ class ProbeItem(pytest.Item):
 
         state = get_state(self.config)
         probe = self.probe
-        judge = state.judge_for(probe.suite.judge)
         try:
-            result = state.runtime.run(
-                probe,
-                self.samples(),
-                self.nodeid,
-                lambda text: judge(text, probe.case, probe.suite),
-            )
+            if probe.suite.is_call_suite:
+                result = state.runtime.run_calls(probe, self.samples(), self.nodeid)
+            else:
+                judge = state.judge_for(probe.suite.judge)
+                result = state.runtime.run(
+                    probe,
+                    self.samples(),
+                    self.nodeid,
+                    lambda text: judge(text, probe.case, probe.suite),
+                )
         except CassetteProblem as exc:
             self.result = ProbeResult(
                 self.nodeid,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +13,8 @@ import pytest
 
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
-from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
+from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
+from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS
 from pytest_cardprobe.wire.client import APIS
 
 # Defaults of the ini keys, read from the classes that own them (each written once).
@@ -29,7 +32,7 @@ def _bounded(
             value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{flag} wants {wants}, got {text!r}") from None
-        if not ok(value):
+        if not math.isfinite(value) or not ok(value):
             raise argparse.ArgumentTypeError(f"{flag} wants {wants}, got {value:g}")
         return value
 
@@ -56,6 +59,56 @@ def share(flag: str) -> type[float]:
     return _bounded(flag, float, "a number from 0 to 1", lambda v: 0 <= v <= 1)  # type: ignore[return-value]
 
 
+# Whitespace and control characters: a model name is one word, and it lands in file names,
+# test ids and terminal lines.
+_BAD_MODEL_CHARS = re.compile(r"[\s\x00-\x1f\x7f-\x9f\\]")
+
+
+def model_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a model name, or None.
+
+    Names like ``library/llama3`` or ``hf.co/org/repo:Q4`` are real Ollama names, so a
+    ``/`` between parts is fine; what looks like a path (empty, ``.``/``..`` parts, a
+    leading ``/``, a backslash) or holds control characters is refused.
+    """
+    if not name.strip():
+        return "is empty"
+    if _BAD_MODEL_CHARS.search(name):
+        return "holds whitespace, a backslash or control characters"
+    if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
+        return "looks like a file path, not a model name"
+    return None
+
+
+def checked_models(names: list[str], where: str, config: pytest.Config) -> list[str]:
+    """Models in order, each checked; a repeated one is dropped with a warning."""
+    seen: dict[str, None] = {}
+    for name in names:
+        problem = model_problem(name)
+        if problem:
+            raise pytest.UsageError(f"{where} {name!r} {problem}")
+        if name in seen:
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(f"{where} {name!r} is given twice; its tests run once"),
+                stacklevel=2,
+            )
+        seen[name] = None
+    return list(seen)
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    """``Name: value`` lines of ini ``cardprobe_headers``; ``$VAR`` in a value is expanded."""
+    found: dict[str, str] = {}
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon or not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", name.strip()):
+            raise pytest.UsageError(
+                f"ini key cardprobe_headers: {name.strip()!r} is not 'Header-Name: value'"
+            )
+        found[name.strip()] = os.path.expandvars(value.strip())
+    return found
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option and ini key in one group."""
     group = parser.getgroup("cardprobe", "local-model behaviour tests (pytest-cardprobe)")
@@ -66,6 +119,15 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="NAME",
         default=[],
         help="model to probe; repeat for several (ini: cardprobe_models)",
+    )
+    group.addoption(
+        "--cardprobe-suite",
+        action="append",
+        dest="cardprobe_suites",
+        metavar="NAME",
+        default=[],
+        help="add a built-in suite to the run; repeat for several; `list` prints them "
+        "(ini: cardprobe_suites)",
     )
     group.addoption(
         "--live",
@@ -101,7 +163,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--channel",
         action="append",
         dest="cardprobe_channels",
-        choices=CHANNELS,
+        choices=ALL_CHANNELS,
         default=[],
         help="only this channel (repeatable)",
     )
@@ -164,6 +226,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail when an arm has no baseline",
     )
     group.addoption(
+        "--strict-tools",
+        action="store_true",
+        dest="cardprobe_strict_tools",
+        default=None,
+        help="tool-definition lint findings of call suites are usage errors, not warnings "
+        "(ini: cardprobe_strict_tools)",
+    )
+    group.addoption(
         "--cardprobe-json",
         dest="cardprobe_json",
         metavar="PATH",
@@ -185,6 +255,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="write a self-contained HTML report (charts, case x arm grid, whole replies) here",
     )
     parser.addini("cardprobe_models", "models to probe", type="linelist", default=[])
+    parser.addini(
+        "cardprobe_suites", "built-in suites added to every run", type="linelist", default=[]
+    )
+    parser.addini(
+        "cardprobe_strict_tools",
+        "tool-definition lint findings are usage errors",
+        type="bool",
+        default=_DEFAULT.strict_tools,
+    )
     parser.addini("cardprobe_api", "wire API: ollama or openai", default=_DEFAULT.api)
     parser.addini("cardprobe_servers", "server base URLs", type="linelist", default=[])
     parser.addini("cardprobe_stream", "ask with stream:true", type="bool", default=_DEFAULT.stream)
@@ -201,6 +280,28 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("cardprobe_noise_floor", "cases an arm may lose", default=str(_GATE.noise_floor))
     parser.addini("cardprobe_baseline", "baseline file", default=str(_DEFAULT.baseline))
+    parser.addini(
+        "cardprobe_max_samples",
+        "upper bound of samples (suite key, samples(n) marker, --samples)",
+        default=str(_DEFAULT.max_samples),
+    )
+    parser.addini(
+        "cardprobe_max_file_mb",
+        "size cap in MB of every file the plugin reads (suites, prompts, cassettes, baseline)",
+        default=f"{_DEFAULT.max_file_mb:g}",
+    )
+    parser.addini(
+        "cardprobe_redact_fields",
+        "request-body keys (at any depth) replaced by [redacted] before a request is recorded",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "cardprobe_headers",
+        "extra request headers, one 'Name: value' a line ($VAR expanded); never recorded",
+        type="linelist",
+        default=[],
+    )
     parser.addini(
         "cardprobe_max_unscored",
         "share of cases (0-1) that may be unscored before the gate is inconclusive",
@@ -263,8 +364,32 @@ def resolve_settings(config: pytest.Config) -> Settings:
     if floor is None:
         floor = _ini(config, "cardprobe_noise_floor", non_negative_int("cardprobe_noise_floor"))
     baseline = _path(root, opt.cardprobe_baseline or str(config.getini("cardprobe_baseline")))
+    suites = list(opt.cardprobe_suites) or list(config.getini("cardprobe_suites"))
+    for name in suites:
+        try:
+            builtin_suite_path(name)
+        except UnknownSuite as exc:
+            flag = "--cardprobe-suite" if opt.cardprobe_suites else "ini key cardprobe_suites"
+            raise pytest.UsageError(f"{flag}: {exc}") from None
+    if opt.cardprobe_models:
+        models = checked_models(list(opt.cardprobe_models), "--model", config)
+    else:
+        models = checked_models(
+            list(config.getini("cardprobe_models")), "ini key cardprobe_models:", config
+        )
+    max_samples = int(_ini(config, "cardprobe_max_samples", positive_int("cardprobe_max_samples")))
+    if opt.cardprobe_samples is not None and opt.cardprobe_samples > max_samples:
+        raise pytest.UsageError(
+            f"--samples {opt.cardprobe_samples} is more than the limit of {max_samples} "
+            "(ini cardprobe_max_samples)"
+        )
     return Settings(
-        models=list(opt.cardprobe_models) or list(config.getini("cardprobe_models")),
+        models=models,
+        suites=list(dict.fromkeys(suites)),
+        max_samples=max_samples,
+        max_file_mb=_ini(config, "cardprobe_max_file_mb", positive_float("cardprobe_max_file_mb")),
+        redact_fields=[*_DEFAULT.redact_fields, *config.getini("cardprobe_redact_fields")],
+        headers=_headers(list(config.getini("cardprobe_headers"))),
         live=bool(opt.cardprobe_live),
         api=api,
         servers=[normalise_server(s) for s in servers],
@@ -278,6 +403,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         stream=stream,
         cassette_dir=cassette_dir or root / _DEFAULT.cassette_dir,
         api_key=os.environ.get("CARDPROBE_API_KEY") or None,
+        strict_tools=bool(
+            opt.cardprobe_strict_tools
+            if opt.cardprobe_strict_tools is not None
+            else config.getini("cardprobe_strict_tools")
+        ),
         gate=GateSettings(
             noise_floor=int(floor),
             strict_baseline=bool(opt.cardprobe_strict_baseline),

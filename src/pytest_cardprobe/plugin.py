@@ -12,10 +12,17 @@ from typing import Any
 import pytest
 
 from pytest_cardprobe import options
+from pytest_cardprobe.files import MB
 from pytest_cardprobe.fixture import Cardprobe
-from pytest_cardprobe.items import ProbeItem, SuiteFile, marker_samples, not_asked
+from pytest_cardprobe.items import (
+    ProbeItem,
+    SuiteFile,
+    builtin_suite_files,
+    marker_samples,
+    not_asked,
+)
 from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import ProbeResult, escape_control
 
 REPORT_ATTR = "cardprobe"
 
@@ -32,6 +39,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
 
 
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--cardprobe-suite list``: print the built-in suites, one per line, and stop."""
+    from pytest_cardprobe.suite.builtin import BUILTIN_SUITES, LIST_WORD, describe_builtin
+
+    if LIST_WORD not in config.option.cardprobe_suites:
+        return None
+    from pytest_cardprobe.judge.registry import BUILTIN_JUDGES
+
+    for name in sorted(BUILTIN_SUITES):
+        print(describe_builtin(name, BUILTIN_JUDGES))
+    return 0
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker and create the session state."""
     config.addinivalue_line(
@@ -40,7 +60,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     state = CardprobeState(config, options.resolve_settings(config))
     if not (config.option.help or config.option.version):
-        read_baseline(state)
+        problems = read_baseline(state)
+        if not hasattr(config, "workerinput"):
+            from pytest_cardprobe.guard import check_outputs
+
+            problems += check_outputs(config, state.settings)
+        if problems:
+            raise pytest.UsageError("\n".join(problems))
     config.stash[STATE_KEY] = state
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ResultCollector(state), "cardprobe-results")
@@ -48,19 +74,23 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(XdistHooks(state), "cardprobe-xdist")
 
 
-def read_baseline(state: CardprobeState) -> None:
-    """Read the baseline before any test runs; a bad one is a usage error naming file and key.
+def read_baseline(state: CardprobeState) -> list[str]:
+    """Read the baseline before any test runs; the problem (naming file and key), if any.
 
-    Every process reads it (xdist workers too): outcomes are decided where a test ran.
+    This is the only place the baseline is read and checked. Every process reads it (xdist
+    workers too): outcomes are decided where a test ran. ``--update-baseline`` replaces a
+    broken file, so there the problem is a note, not a usage error.
     """
     from pytest_cardprobe.score.baseline import BaselineError, load_baseline
 
+    settings = state.settings
     try:
-        state.baseline = load_baseline(state.settings.baseline)
+        state.baseline = load_baseline(settings.baseline, int(settings.max_file_mb * MB))
     except BaselineError as exc:
-        if not state.settings.update_baseline:
-            raise pytest.UsageError(str(exc)) from None
+        if not settings.update_baseline:
+            return [f"{exc} (--baseline / ini cardprobe_baseline)"]
         state.baseline_notes.append(f"replacing a baseline that could not be read: {exc}")
+    return []
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -74,9 +104,28 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     """YAML files whose top-level mapping has ``cardprobe: 1`` are suites."""
     from pytest_cardprobe.suite.loader import is_suite_file
 
-    if file_path.suffix in (".yaml", ".yml") and is_suite_file(file_path):
+    if file_path.suffix.lower() in (".yaml", ".yml") and is_suite_file(
+        file_path, int(get_state(parent.config).settings.max_file_mb * MB)
+    ):
+        if file_path.resolve() in get_state(parent.config).builtin_files:
+            return (
+                None  # the same file is in the run as a built-in suite (this repository's cases/)
+            )
         return SuiteFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Built-in suites join the session's top-level collectors, wherever pytest was started."""
+    report = yield
+    if isinstance(collector, pytest.Session) and report.passed:
+        names = get_state(collector.config).settings.suites
+        if names:
+            report.result.extend(builtin_suite_files(collector, names))
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -132,7 +181,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         if probe is not None and probe.samples:
             full = pyfuncitem.config.get_verbosity() >= 2
             lines.append(probe.result("failed").describe(full=full))
-        pytest.fail("\n".join(lines), pytrace=False)
+        pytest.fail(escape_control("\n".join(lines), keep_newlines=True), pytrace=False)
     return True
 
 
@@ -239,9 +288,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if hasattr(config, "workerinput"):
         return
     from pytest_cardprobe.score.report import scoreboard_lines
-    from pytest_cardprobe.types import escape_control
 
     state = get_state(config)
+    if state.notice:
+        terminalreporter.write_sep("=", "cardprobe")
+        terminalreporter.write_line(escape_control(state.notice))
     lines = scoreboard_lines(state.arms, state.gate, config.get_verbosity()) + state.summary
     if not lines:
         return

@@ -10,15 +10,18 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_cardprobe.judge.call import ModelTurn, judge_calls, scripted_result
 from pytest_cardprobe.judge.card import infra_verdict
-from pytest_cardprobe.judge.routing import answer_of
+from pytest_cardprobe.judge.routing import answer_of, turn_of
 from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
 from pytest_cardprobe.types import (
     ChatReply,
     ChatRequest,
     FailureClass,
+    Message,
     ProbeResult,
     SampleRecord,
     Verdict,
@@ -49,6 +52,65 @@ def refused_verdict(message: str) -> Verdict:
         types=(),
         unknown_types=(),
     )
+
+
+def feedback_messages(
+    api: str, reply: ChatReply, turn: ModelTurn, results: tuple[ScriptedResult, ...], number: int
+) -> list[Message]:
+    """The messages that hand a turn's calls back to the model with their scripted results.
+
+    The assistant's calls come first, then one ``role: tool`` message per call, in call
+    order. Ollama names the tool (``tool_name``) and takes arguments as an object; the
+    OpenAI wire quotes the call's id (``tool_call_id``) and takes arguments as a JSON string.
+    A call the server gave no id (or one recovered from text) gets ``call_<turn>_<n>``.
+    """
+    answers = [scripted_result(call, results) for call in turn.calls]
+    if api == "openai":
+        ids = [call.id or f"call_{number}_{i}" for i, call in enumerate(turn.calls)]
+        assistant: Message = {
+            "role": "assistant",
+            "content": reply.content,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call_id, call in zip(ids, turn.calls, strict=True)
+            ],
+        }
+        tools: list[Message] = [
+            {"role": "tool", "tool_call_id": call_id, "content": answer}
+            for call_id, answer in zip(ids, answers, strict=True)
+        ]
+        return [assistant, *tools]
+    assistant = {
+        "role": "assistant",
+        "content": reply.content,
+        "tool_calls": [
+            {"function": {"name": call.name, "arguments": call.arguments}} for call in turn.calls
+        ],
+    }
+    return [
+        assistant,
+        *(
+            {"role": "tool", "tool_name": call.name, "content": answer}
+            for call, answer in zip(turn.calls, answers, strict=True)
+        ),
+    ]
+
+
+def _shown_turn(number: int, reply: ChatReply, turn: ModelTurn, many: bool) -> str:
+    text = reply.content
+    if turn.route == "tool_calls":
+        calls = [{"name": c.name, "arguments": c.arguments} for c in turn.calls]
+        text = f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
+            f"\ncontent: {reply.content}" if reply.content else ""
+        )
+    return f"turn {number + 1}: {text}" if many else text
 
 
 class Runtime:
@@ -175,31 +237,118 @@ class Runtime:
         unsupported = self._tools_missing(probe.model) if uses_tool else None
         with self.backend.open(
             self.cassette_for(probe),
-            fingerprint=fingerprint(request),
+            fingerprint=fingerprint(request, redact=self.settings.redact_fields),
             rerecord_hint=self._hint(nodeid, probe.model),
         ) as rec:
             if unsupported or rec.metadata.get("unsupported"):
                 rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
                 result.status, result.message = "unsupported", rec.metadata["unsupported"]
                 return result
-            self._ask_samples(request, probe, samples, result, rec, judge)
+            self._ask_samples(
+                probe,
+                samples,
+                result,
+                rec,
+                self._card_sampler(request, probe, judge),
+            )
         return result
+
+    def _card_sampler(
+        self, request: ChatRequest, probe: Probe, judge: TextJudge
+    ) -> Callable[[int], SampleRecord]:
+        # The retry channel may send a second request per sample; the others send one.
+        if probe.channel == "retry":
+            return lambda index: self.ask_with_retry(request, probe, judge, index)
+        return lambda index: self.ask(request, probe.channel, judge, index)[0]
+
+    def run_calls(self, probe: Probe, samples: int, nodeid: str) -> ProbeResult:
+        """A call suite's probe: ask (and, for a sequence, loop) ``samples`` times; judge."""
+        result = ProbeResult(
+            nodeid=nodeid,
+            suite=probe.suite.name,
+            model=probe.model,
+            channel=probe.channel,
+            condition=probe.condition,
+            case=probe.case.id,
+            status="passed",
+            canary=probe.case.canary,
+        )
+        if probe.model in self.missing_models:
+            result.status, result.message = "error", self.missing_models[probe.model]
+            return result
+        base = build_request(probe, self.settings.base_options())
+        first = self._turn_request(base, [], probe)
+        unsupported = self._tools_missing(probe.model)
+        with self.backend.open(
+            self.cassette_for(probe),
+            fingerprint=fingerprint(first, tools_label="tools", redact=self.settings.redact_fields),
+            rerecord_hint=self._hint(nodeid, probe.model),
+        ) as rec:
+            if unsupported or rec.metadata.get("unsupported"):
+                rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
+                result.status, result.message = "unsupported", rec.metadata["unsupported"]
+                return result
+            self._ask_samples(
+                probe, samples, result, rec, lambda index: self.ask_loop(base, probe, index)
+            )
+        return result
+
+    def _turn_request(self, base: ChatRequest, extra: list[Message], probe: Probe) -> ChatRequest:
+        # A fresh request per turn, adjusted by the hook each time, so a conftest can shape
+        # the first turn of a loop differently from the turns after a tool result.
+        request = ChatRequest(
+            model=base.model,
+            messages=[*base.messages, *extra],
+            tools=[dict(t) for t in base.tools],
+            options=dict(base.options),
+        )
+        self._adjust(request, probe)
+        return request
+
+    def ask_loop(self, base: ChatRequest, probe: Probe, index: int) -> SampleRecord:
+        """One sample of a call suite: one turn, or a tool loop up to the case's max_turns."""
+        case = probe.case
+        expect = case.expect
+        assert expect is not None, "a call suite's case always has an expectation"
+        declared = probe.suite.tool_names
+        limit = case.max_turns if expect.multi_turn else 1
+        extra: list[Message] = []
+        turns: list[ModelTurn] = []
+        shown: list[str] = []
+        finish: str | None = None
+        for number in range(limit):
+            request = self._turn_request(base, extra, probe)
+            try:
+                reply = self.client.chat(request)
+            except InfraError as exc:
+                return SampleRecord.from_verdict(index, None, infra_verdict(str(exc)), "", None)
+            turn = turn_of(reply, declared)
+            turns.append(turn)
+            shown.append(_shown_turn(number, reply, turn, expect.multi_turn))
+            finish = reply.finish_reason
+            if not expect.multi_turn or not turn.calls:
+                break
+            extra.extend(feedback_messages(self.settings.api, reply, turn, case.results, number))
+        verdict = judge_calls(
+            turns, expect, probe.suite.tools, max_turns=limit if expect.multi_turn else None
+        )
+        record = SampleRecord.from_verdict(index, turns[0].route, verdict, "\n".join(shown), finish)
+        record.calls = [[c.name for c in t.calls] for t in turns]
+        record.turns = len(turns)
+        record.args_as_string = sum(c.arguments_as_string for t in turns for c in t.calls)
+        return record
 
     def _ask_samples(
         self,
-        request: ChatRequest,
         probe: Probe,
         samples: int,
         result: ProbeResult,
         rec: Recording,
-        judge: TextJudge,
+        one: Callable[[int], SampleRecord],
     ) -> None:
         for index in range(samples):
             try:
-                if probe.channel == "retry":
-                    record = self.ask_with_retry(request, probe, judge, index)
-                else:
-                    record, _ = self.ask(request, probe.channel, judge, index)
+                record = one(index)
             except ModelNotFound as exc:
                 rec.keep = False
                 self.missing_models[probe.model] = str(exc)

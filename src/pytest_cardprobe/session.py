@@ -8,14 +8,16 @@ I/O happens here, decisions in ``score/gate.py``), :func:`exit_status` (the one 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.items import no_suite_message
 from pytest_cardprobe.score import gate as gating
-from pytest_cardprobe.score.aggregate import ArmScore, aggregate
+from pytest_cardprobe.score.aggregate import ArmScore, aggregate, canaries
 from pytest_cardprobe.score.baseline import write_baseline
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.score.outcome import FAILED, FLIP
@@ -73,17 +75,43 @@ def exit_status(status: int, gate: Gate | None, failures: Failures, updating: bo
     return status
 
 
+def written(what: str, path: Path, write: Callable[[], None]) -> str | None:
+    """Run ``write``; the one-line reason when it failed, else None.
+
+    Outputs were checked before the first test, but a path can change while a long live run
+    goes on; then the user gets one line, not a traceback, and the other outputs still land.
+    """
+    try:
+        write()
+    except OSError as exc:
+        return f"cannot write the {what} to {path}: {exc.strerror or exc}"
+    return None
+
+
 def decide_gate(
-    state: CardprobeState, arms: Sequence[ArmScore], results: Sequence[ProbeResult]
+    state: CardprobeState,
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    problems: list[str] | None = None,
 ) -> Gate | None:
-    """Write the baseline (``--update-baseline``) or compare with the one loaded at start."""
+    """Write the baseline (``--update-baseline``) or compare with the one loaded at start.
+
+    A baseline that cannot be written is added to ``problems`` (when given; else raised).
+    """
     settings = state.settings
     if not arms:
         return None
+    found = canaries(results)
     if settings.update_baseline:
-        write_baseline(settings.baseline, arms, results)
-        return gating.updated(arms, settings.gate.noise_floor, settings.baseline.name)
-    return gating.decide(arms, results, state.baseline, settings.gate)
+        path = settings.baseline
+        if problems is None:
+            write_baseline(path, arms, results, found)
+        else:
+            failed = written("baseline", path, lambda: write_baseline(path, arms, results, found))
+            if failed:
+                problems.append(failed)
+        return gating.updated(arms, settings.gate.noise_floor, settings.baseline.name, found)
+    return gating.decide(arms, results, state.baseline, settings.gate, found)
 
 
 def notes(state: CardprobeState, gate: Gate | None, failures: Failures, lowered: bool) -> list[str]:
@@ -125,39 +153,73 @@ def run_info(state: CardprobeState) -> dict[str, object]:
     }
 
 
-def write_reports(state: CardprobeState, arms: Sequence[ArmScore], gate: Gate | None) -> None:
-    """The JSON, Markdown and HTML files asked for, written atomically."""
+def write_reports(state: CardprobeState, arms: Sequence[ArmScore], gate: Gate | None) -> list[str]:
+    """The JSON, Markdown and HTML files asked for, written atomically.
+
+    Each on its own: one that cannot be written is one line in the returned list, and the
+    others are still written (the run may have taken many minutes of live calls). The
+    ``$GITHUB_STEP_SUMMARY`` file is CI's, not the user's, so a failure there is a warning
+    in the summary, not a problem.
+    """
     settings = state.settings
-    if settings.json_report:
+    problems: list[str | None] = []
+    json_path, html_path, md_path = settings.json_report, settings.html_report, settings.md_report
+    if json_path:
         tests = [r.to_dict() for r in state.results]
-        write_atomically(settings.json_report, json_report(arms, tests, gate, run_info(state)))
-    if settings.html_report:
+        data = json_report(arms, tests, gate, run_info(state))
+        problems.append(
+            written("JSON report", json_path, lambda: write_atomically(json_path, data))
+        )
+    if html_path:
         from pytest_cardprobe.score.html import html_report
 
         results = [r for r in state.results if r.suite]
-        write_atomically(settings.html_report, html_report(arms, results, gate, run_info(state)))
+        page = html_report(arms, results, gate, run_info(state))
+        problems.append(
+            written("HTML report", html_path, lambda: write_atomically(html_path, page))
+        )
     step = os.environ.get("GITHUB_STEP_SUMMARY")
-    if arms and (settings.md_report or step):
+    if arms and (md_path or step):
         text = markdown(arms, gate)
-        if settings.md_report:
-            write_atomically(settings.md_report, text)
+        if md_path:
+            problems.append(
+                written("Markdown report", md_path, lambda: write_atomically(md_path, text))
+            )
         if step:
-            with open(step, "a", encoding="utf-8") as handle:
-                handle.write(text)
+            failed = written("$GITHUB_STEP_SUMMARY", Path(step), lambda: _append(step, text))
+            if failed:
+                state.summary.append(f"warning: {failed}")
+    return [p for p in problems if p]
+
+
+def _append(path: str, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def finish(session: pytest.Session, state: CardprobeState) -> None:
     """Decide the run: score, gate, set the exit status, write reports, call the hook."""
+    if (
+        session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        and state.settings.models
+        and not state.suites_found
+    ):
+        state.notice = no_suite_message()
     results = [r for r in state.results if r.suite]
     arms = aggregate(results)
-    gate = decide_gate(state, arms, results)
+    problems: list[str] = []
+    gate = decide_gate(state, arms, results, problems)
     failures = tally(state)
     before = session.exitstatus
     session.exitstatus = exit_status(before, gate, failures, state.settings.update_baseline)
     lowered = before != session.exitstatus == pytest.ExitCode.OK
     state.arms, state.gate = arms, gate
     state.summary = notes(state, gate, failures, lowered)
-    write_reports(state, arms, gate)
+    problems += write_reports(state, arms, gate)
+    for problem in problems:
+        state.summary.append(f"ERROR: {problem}")
+    if problems and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     report = {"arms": [a.to_dict() for a in arms], "gate": gate.to_dict() if gate else None}
     state.report = report
     session.config.hook.pytest_cardprobe_report(report=report, config=session.config)

@@ -16,6 +16,9 @@ from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.wire.client import ClientSettings
 
 DEFAULT_SERVER = "http://127.0.0.1:11434"
+# Request-body keys replaced by "[redacted]" before a request is recorded (ini
+# cardprobe_redact_fields adds more): credentials a hook may put into the body.
+DEFAULT_REDACT_FIELDS = ("api_key", "apikey", "access_token", "token", "password", "secret")
 _WIRE = ClientSettings(base_url=DEFAULT_SERVER)
 
 
@@ -24,6 +27,8 @@ class Settings:
     """Everything a run was configured with (options win over ini keys, ini over defaults)."""
 
     models: list[str]
+    #: Built-in suites added to the run (names from ``--cardprobe-suite`` / ``cardprobe_suites``).
+    suites: list[str] = field(default_factory=list)
     live: bool = False
     api: str = _WIRE.api
     servers: list[str] = field(default_factory=lambda: [DEFAULT_SERVER])
@@ -37,12 +42,17 @@ class Settings:
     stream: bool = _WIRE.stream
     cassette_dir: Path = Path("cassettes")
     api_key: str | None = None
+    strict_tools: bool = False  # tool-lint findings are usage errors (--strict-tools)
     gate: GateSettings = field(default_factory=GateSettings)
     baseline: Path = Path("cardprobe-baseline.json")
     update_baseline: bool = False
     json_report: Path | None = None
     md_report: Path | None = None
     html_report: Path | None = None
+    max_file_mb: float = 10.0
+    max_samples: int = 100
+    redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
+    headers: dict[str, str] = field(default_factory=dict)
 
     def base_options(self) -> dict[str, Any]:
         """Model options every request carries (the reference request)."""
@@ -58,4 +68,5 @@ class Settings:
             retries=self.retries,
             keep_alive=self.keep_alive,
             api_key=self.api_key,
+            headers=dict(self.headers),
         )

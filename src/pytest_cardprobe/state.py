@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cardprobe.files import MB
+from pytest_cardprobe.items import rerecord_hint
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.runtime import Runtime
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.suite.loader import SuiteLimits
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import backend_for
 
@@ -35,8 +39,21 @@ class CardprobeState:
     baseline_notes: list[str] = field(default_factory=list)
     arms: list[ArmScore] = field(default_factory=list)
     gate: Gate | None = None
+    #: Suite files this process collected (or checked before an xdist run).
+    suites_found: int = 0
+    #: A message for the end of the run that is not part of the scoreboard.
+    notice: str = ""
+    suite_names: dict[str, Path] = field(default_factory=dict)
+    _limits: SuiteLimits | None = None
     _runtime: Runtime | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
+
+    @property
+    def builtin_files(self) -> set[Path]:
+        """The real files of the built-in suites this run adds."""
+        from pytest_cardprobe.suite.builtin import builtin_suite_path
+
+        return {builtin_suite_path(name).resolve() for name in self.settings.suites}
 
     @property
     def runtime(self) -> Runtime:
@@ -50,12 +67,15 @@ class CardprobeState:
             live = self.settings.live
 
             def hint(nodeid: str, model: str) -> str:
-                mode = "" if live else " --live"
-                return f'pytest{mode} --model {model} "{nodeid}"'
+                return rerecord_hint(nodeid, model, live)
 
             self._runtime = Runtime(
                 self.settings,
-                backend_for(self.settings.live),
+                backend_for(
+                    self.settings.live,
+                    max_bytes=int(self.settings.max_file_mb * MB),
+                    redact=self.settings.redact_fields,
+                ),
                 server_index=index,
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
                     request=request, probe=probe, config=self.config
@@ -63,6 +83,15 @@ class CardprobeState:
                 rerecord_hint=hint,
             )
         return self._runtime
+
+    @property
+    def limits(self) -> SuiteLimits:
+        """What suites of this run may read (roots, size cap) and ask for (samples)."""
+        if self._limits is None:
+            from pytest_cardprobe.guard import suite_limits
+
+            self._limits = suite_limits(self.config, self.settings)
+        return self._limits
 
     def judge_names(self) -> JudgeNames:
         """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""

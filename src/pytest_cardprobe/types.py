@@ -47,6 +47,12 @@ class ToolCall:
     arguments: dict[str, Any]
     # Set when the wire carried arguments that are not a JSON object (OpenAI sends a string).
     arguments_error: str | None = None
+    # The server's id for the call (OpenAI ``tool_calls[].id``); a tool result quotes it back.
+    # Not part of equality: the same call is the same name and arguments, whatever its id.
+    id: str | None = field(default=None, compare=False)
+    # The arguments arrived as a JSON string where the wire promises an object (an Ollama
+    # ``/api/chat`` reply, or an OpenAI string that held another JSON string) and were decoded.
+    arguments_as_string: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,36 @@ class FailureClass(enum.StrEnum):
     DECLINED = "declined"
     WRONG_ELEMENT = "wrong_element"
     INFRA = "infra"
+    # Call suites (``judge: call``) add these; see the README, "Your own tools".
+    OVER_CALL = "over_call"
+    WRONG_TOOL = "wrong_tool"
+    UNKNOWN_TOOL = "unknown_tool"
+    BAD_ARGUMENTS = "bad_arguments"
+    WRONG_ARGUMENTS = "wrong_arguments"
+    WRONG_FINAL = "wrong_final"
+    LOOP_LIMIT = "loop_limit"
+
+
+#: The failure classes a card judge gives, in scoreboard column order.
+CARD_CLASSES: tuple[FailureClass, ...] = (
+    FailureClass.MALFORMED,
+    FailureClass.DECLINED,
+    FailureClass.WRONG_ELEMENT,
+    FailureClass.INFRA,
+)
+#: The failure classes the call judge gives, in scoreboard column order.
+CALL_CLASSES: tuple[FailureClass, ...] = (
+    FailureClass.DECLINED,
+    FailureClass.OVER_CALL,
+    FailureClass.WRONG_TOOL,
+    FailureClass.UNKNOWN_TOOL,
+    FailureClass.BAD_ARGUMENTS,
+    FailureClass.WRONG_ARGUMENTS,
+    FailureClass.WRONG_FINAL,
+    FailureClass.MALFORMED,
+    FailureClass.LOOP_LIMIT,
+    FailureClass.INFRA,
+)
 
 
 @dataclass(frozen=True)
@@ -117,8 +153,16 @@ def _escape(code: int) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-# C0 and C1 controls, DEL and the Unicode line separators, each shown as an escape.
-_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+# C0 and C1 controls, DEL, the Unicode line separators and the bidi overrides and
+# isolates (they reorder what a terminal or CI log shows), each shown as an escape.
+_CONTROLS = [
+    *range(0x20),
+    *range(0x7F, 0xA0),
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+]
 _ESCAPES = {code: _escape(code) for code in _CONTROLS} | {0x0A: "\\n", 0x09: "\\t"}
 _ESCAPES_KEEP_LINES = {k: v for k, v in _ESCAPES.items() if k not in (0x0A, 0x09)}
 
@@ -148,6 +192,12 @@ class SampleRecord:
     # Retry channel: the first (prose) attempt that failed to parse and was discarded, as
     # ``{"label", "failure", "route", "reply"}``; the fields above then describe the retry.
     retry_of: dict[str, Any] | None = None
+    # Call suites only (None elsewhere, and then left out of ``to_dict``): the names of the
+    # calls the model made, turn by turn; how many turns the loop took; how many calls
+    # carried their arguments as a JSON string.
+    calls: list[list[str]] | None = None
+    turns: int | None = None
+    args_as_string: int | None = None
 
     @classmethod
     def from_verdict(
@@ -167,12 +217,24 @@ class SampleRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
+        """JSON-able form (the call-suite fields only when set)."""
         # Not dataclasses.asdict: its deep copy of every field cost more than judging a reply.
         data = dict(vars(self))
         data["types"] = list(self.types)
         data["unknown_types"] = list(self.unknown_types)
+        if self.calls is None:
+            del data["calls"]
+        else:
+            data["calls"] = [list(turn) for turn in self.calls]
+        for name in ("turns", "args_as_string"):
+            if data[name] is None:
+                del data[name]
         return data
+
+    @property
+    def called(self) -> bool:
+        """A call suite's sample whose first turn made at least one call."""
+        return bool(self.calls and self.calls[0])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleRecord:
@@ -193,6 +255,8 @@ class ProbeResult:
     status: str
     samples: list[SampleRecord] = field(default_factory=list)
     message: str | None = None
+    # A call suite's canary role of the case (``needs_tool`` / ``no_tool``), else None.
+    canary: str | None = None
     # How pytest showed it against the baseline (score/outcome.py); set where the test ran.
     outcome: str | None = None
 
@@ -216,6 +280,8 @@ class ProbeResult:
         """JSON-able form."""
         data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
+        if data["canary"] is None:
+            del data["canary"]
         return data
 
     @classmethod

@@ -12,8 +12,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester dir holding a copy of the shipped suite and its prompts, and no ini models."""
-    shutil.copytree(ROOT / "cases", pytester.path / "cases")
+    """A pytester dir holding a copy of the shipped card suite and its prompts, no ini models.
+
+    The tool suite is left out: these tests are about the card suite (tools_project has it).
+    """
+    shutil.copytree(
+        ROOT / "cases",
+        pytester.path / "cases",
+        ignore=shutil.ignore_patterns("tools.yaml", "tools"),
+    )
     pytester.makeini("[pytest]\n")
     return pytester
 
@@ -27,3 +34,17 @@ def recorded(project: pytest.Pytester) -> pytest.Pytester:
         shutil.copy(baseline, project.path / "cardprobe-baseline.json")
     project.makeini("[pytest]\ncardprobe_models = smollm2:135m\n")
     return project
+
+
+@pytest.fixture
+def tools_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester dir with the shipped tool suite, its recorded cassettes and the baseline."""
+    cases = pytester.path / "cases"
+    (cases / "prompts").mkdir(parents=True)
+    shutil.copy(ROOT / "cases" / "tools.yaml", cases / "tools.yaml")
+    shutil.copytree(ROOT / "cases" / "tools", cases / "tools")
+    shutil.copy(ROOT / "cases" / "prompts" / "coding-assistant.md", cases / "prompts")
+    shutil.copytree(ROOT / "cassettes" / "tools", pytester.path / "cassettes" / "tools")
+    shutil.copy(ROOT / "cardprobe-baseline.json", pytester.path / "cardprobe-baseline.json")
+    pytester.makeini("[pytest]\ncardprobe_models = smollm2:135m\n")
+    return pytester

@@ -185,6 +185,11 @@ class TestOpenAIPayload:
             "tools": [TOOL],
         }
 
+    def test_stop_and_tool_choice_travel_at_the_top(self, make_client: MakeClient) -> None:
+        client, _ = make_client("openai")
+        _, body = client.payload(make_request(stop=["</tool_call>"], tool_choice="required"))
+        assert body["stop"] == ["</tool_call>"] and body["tool_choice"] == "required"
+
     def test_no_tools_and_no_response_format_when_not_asked(self, make_client: MakeClient) -> None:
         client, _ = make_client("openai")
         _, body = client.payload(make_request())

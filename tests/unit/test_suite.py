@@ -347,7 +347,7 @@ def test_custom_vocabulary_and_judge(tmp_path: Path) -> None:
     assert suite.judge == "strict"
     assert suite.vocabulary == ("Input.Date", "FactSet", "Widget")
     assert suite.case("facts").accept == ("Widget",)
-    with pytest.raises(SuiteError, match="unknown judge 'strict'; known judges: card"):
+    with pytest.raises(SuiteError, match="unknown judge 'strict'; known judges: call, card"):
         load_suite(path)
 
 
@@ -388,7 +388,7 @@ VARIANTS: list[tuple[str, tuple[tuple[str, str], ...], str | None, str]] = [
     ("samples-float", (("samples: 2", f"samples: 2.5  {MARK}"),), "samples", "got 2.5"),
     ("samples-bool", (("samples: 2", f"samples: true  {MARK}"),), "samples", "got true"),
     ("unknown-judge", (("judge: card", f"judge: vibes  {MARK}"),), "judge",
-     "unknown judge 'vibes'; known judges: card"),
+     "unknown judge 'vibes'; known judges: call, card"),
     ("unknown-channel", (("channels: [prose, tool]", f"channels: [prose, voice]  {MARK}"),),
      "channels[1]", "unknown channel 'voice'; use prose, tool, retry"),
     ("retry-without-tool",
@@ -684,7 +684,8 @@ def test_load_suite_raises_nothing_but_suite_error(
         pytest.param("s.yaml", "cardprobe: 1\n---\nx: 1\n", True, id="two-documents"),
         pytest.param("s.yaml", "jobs:\n  test:\n    runs-on: x\n", False, id="ci-config"),
         pytest.param("s.yaml", "tool:\n  cardprobe: 1\n", False, id="nested-key-only"),
-        pytest.param("s.yaml", "- cardprobe: 1\n", False, id="top-level-list"),
+        # A suite inside a top-level list looks like one and must be reported (issue 14).
+        pytest.param("s.yaml", "- cardprobe: 1\n", True, id="top-level-list"),
         pytest.param("s.yaml", "# cardprobe: 1\nx: 1\n", False, id="commented-out"),
         pytest.param("s.yaml", "x: [\n# mentions cardprobe\n", False, id="broken-unmarked"),
         pytest.param("s.yaml", "", False, id="empty"),

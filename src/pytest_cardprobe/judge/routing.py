@@ -6,9 +6,14 @@ This is the one place where text-written tool calls are recovered (docs/design.m
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pytest_cardprobe.types import ChatReply
+from pytest_cardprobe.types import ChatReply, ToolCall
+
+if TYPE_CHECKING:
+    from pytest_cardprobe.judge.call import ModelTurn
 
 
 @dataclass(frozen=True)
@@ -47,3 +52,24 @@ def answer_of(reply: ChatReply, channel: str, tool_name: str | None) -> Answer:
         if recovered.name == tool_name:
             return Answer("recovered", _body_text(recovered.arguments))
     return Answer("content", reply.content)
+
+
+def turn_of(reply: ChatReply, declared: Sequence[str]) -> ModelTurn:
+    """A call suite's view of one reply: its calls and the route they took.
+
+    Structured ``tool_calls`` win; otherwise calls to *declared* tools written as text are
+    recovered (docs/design.md §6); text that tried to call one and cannot be read is refused,
+    never repaired.
+    """
+    from pytest_cardprobe.judge.call import ModelTurn
+    from pytest_cardprobe.judge.recovery import recover_tool_calls
+
+    if reply.tool_calls:
+        return ModelTurn("tool_calls", reply.tool_calls, reply.content)
+    recovery = recover_tool_calls(reply.content, list(declared))
+    if recovery.error:
+        return ModelTurn("content", (), reply.content, refused=recovery.error)
+    if recovery.calls:
+        calls = tuple(ToolCall(c.name, dict(c.arguments)) for c in recovery.calls)
+        return ModelTurn("recovered", calls, reply.content)
+    return ModelTurn("content", (), reply.content)

@@ -6,10 +6,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.types import FailureClass, ProbeResult
+from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ProbeResult
 
-# Scoreboard columns, in the order the enum declares them.
-FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in FailureClass)
+# Scoreboard columns of card arms and of call arms (channel ``call``), in the order
+# types.py declares them.
+FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in CARD_CLASSES)
+CALL_FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in CALL_CLASSES)
+CALL_CHANNEL = "call"
+
+
+def classes_of(channel: str) -> tuple[str, ...]:
+    """The failure-class columns of an arm on ``channel``."""
+    return CALL_FAILURE_CLASSES if channel == CALL_CHANNEL else FAILURE_CLASSES
 
 
 ROUTES: tuple[str, ...] = ("tool_calls", "recovered", "content")
@@ -59,12 +67,22 @@ class ArmScore:
     routes: dict[str, int] = field(
         default_factory=lambda: {"tool_calls": 0, "recovered": 0, "content": 0}
     )
-    failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FAILURE_CLASSES, 0))
+    failures: dict[str, int] = field(default_factory=dict)
     # Samples that passed, per route: with ``routes`` this splits the pass rate by route.
     route_passed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0))
     retry: RetryCounts = field(default_factory=lambda: RetryCounts())
     split: list[str] = field(default_factory=list)
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    args_as_string: int = 0  # call arms: calls whose arguments came as a JSON string
+
+    def __post_init__(self) -> None:
+        for name in classes_of(self.channel):
+            self.failures.setdefault(name, 0)
+
+    @property
+    def is_call_arm(self) -> bool:
+        """An arm of a call suite (channel ``call``)."""
+        return self.channel == CALL_CHANNEL
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -82,7 +100,14 @@ class ArmScore:
 
     @property
     def adoption(self) -> float | None:
-        """Share of calls routed through structured ``tool_calls`` (tool channel only)."""
+        """Share of calls routed through structured ``tool_calls`` (tool channel only).
+
+        In a call arm, where declining is right for some cases, the share is taken over the
+        samples whose first turn made a call at all: structured, or written as text.
+        """
+        if self.is_call_arm:
+            made = self.routes["tool_calls"] + self.routes["recovered"]
+            return self.routes["tool_calls"] / made if made else None
         if self.channel != "tool" or not self.calls:
             return None
         return self.routes["tool_calls"] / self.calls
@@ -99,6 +124,7 @@ class ArmScore:
                     self.route_passed[sample.route] = self.route_passed.get(sample.route, 0) + 1
             if sample.retry_of is not None:
                 self.retry.add(sample.passed, sample.route)
+            self.args_as_string += sample.args_as_string or 0
         if result.status == "unsupported":
             self.unsupported += 1
             return
@@ -117,7 +143,7 @@ class ArmScore:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form with stable ordering."""
-        return {
+        data = {
             "suite": self.suite,
             "model": self.model,
             "channel": self.channel,
@@ -131,10 +157,13 @@ class ArmScore:
             "route_passed": dict(sorted(self.route_passed.items())),
             "retry": self.retry.to_dict() if self.channel == "retry" else None,
             "adoption": None if self.adoption is None else round(self.adoption, 4),
-            "failures": {k: self.failures.get(k, 0) for k in FAILURE_CLASSES},
+            "failures": {k: self.failures.get(k, 0) for k in classes_of(self.channel)},
             "split": sorted(self.split),
             "cases": {k: self.cases[k] for k in sorted(self.cases)},
         }
+        if self.is_call_arm:
+            data["args_as_string"] = self.args_as_string
+        return data
 
 
 def aggregate(results: Iterable[ProbeResult]) -> list[ArmScore]:
@@ -146,3 +175,71 @@ def aggregate(results: Iterable[ProbeResult]) -> list[ArmScore]:
             arm = arms[result.arm] = ArmScore(*result.arm)
         arm.add(result)
     return [arms[k] for k in sorted(arms)]
+
+
+# --------------------------------------------------------------------------- canary
+
+#: Canary verdicts (seed 000), best first.
+CANARY_VERDICTS: tuple[str, ...] = ("supported", "supportedButDeclines", "overCalls", "unsupported")
+
+
+@dataclass
+class Canary:
+    """One model's tool-calling capability, from a call suite's canary cases."""
+
+    suite: str
+    model: str
+    needs_called: int = 0  # needs_tool samples whose first turn made a call
+    needs_total: int = 0
+    no_abstained: int = 0  # no_tool samples that made no call
+    no_total: int = 0
+    unsupported: bool = False
+
+    @property
+    def key(self) -> str:
+        """``suite/model``, the baseline key."""
+        return f"{self.suite}/{self.model}"
+
+    @property
+    def verdict(self) -> str:
+        """``unsupported`` (the server refuses tools), ``overCalls`` (a call where none was
+        needed), ``supportedButDeclines`` (no call where one was needed), else ``supported``."""
+        if self.unsupported:
+            return "unsupported"
+        if self.no_abstained < self.no_total:
+            return "overCalls"
+        if self.needs_called < self.needs_total:
+            return "supportedButDeclines"
+        return "supported"
+
+    def line(self) -> str:
+        """One scoreboard line."""
+        if self.unsupported:
+            return f"canary {self.key}: unsupported (the server refuses tools)"
+        return (
+            f"canary {self.key}: {self.verdict} — needs_tool called "
+            f"{self.needs_called}/{self.needs_total}, no_tool abstained "
+            f"{self.no_abstained}/{self.no_total} samples"
+        )
+
+
+def canaries(results: Iterable[ProbeResult]) -> list[Canary]:
+    """One canary per call suite x model that ran canary cases, sorted by key."""
+    found: dict[tuple[str, str], Canary] = {}
+    for result in results:
+        if result.canary is None:
+            continue
+        canary = found.setdefault((result.suite, result.model), Canary(result.suite, result.model))
+        if result.status == "unsupported":
+            canary.unsupported = True
+            continue
+        for sample in result.samples:
+            if sample.failure == "infra" or sample.calls is None:
+                continue
+            if result.canary == "needs_tool":
+                canary.needs_total += 1
+                canary.needs_called += sample.called
+            else:
+                canary.no_total += 1
+                canary.no_abstained += not sample.called
+    return [found[k] for k in sorted(found)]

@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.files import (
+    DEFAULT_MAX_FILE_MB,
+    MB,
+    FileRefused,
+    read_capped,
+    write_atomically,
+)
+from pytest_cardprobe.score.aggregate import CANARY_VERDICTS, ArmScore, Canary
 from pytest_cardprobe.types import ProbeResult
 
 BASELINE_FORMAT = 1
@@ -39,6 +45,8 @@ class Baseline:
     """Per arm id (``suite/model/channel/condition``), per case id, the remembered verdict."""
 
     arms: dict[str, dict[str, CaseVerdict]] = field(default_factory=dict)
+    # Call suites: per ``suite/model``, the canary verdict (``supported``, ...).
+    canary: dict[str, str] = field(default_factory=dict)
 
     def verdict(self, arm_id: str, case: str) -> CaseVerdict | None:
         """The baseline verdict of ``case`` in ``arm_id``, or None when it has none."""
@@ -66,6 +74,11 @@ def parse_baseline(data: object, source: str) -> Baseline:
     for arm_id, arm in arms.items():
         where = f"{source}: key arms.{arm_id}"
         _want(isinstance(arm, dict), where, "a mapping")
+        for key in ("suite", "model", "channel", "condition"):
+            _want(isinstance(arm.get(key, ""), str), f"{where}.{key}", "a string")
+        for key in ("passed", "cases", "calls", "tool_calls"):
+            value = arm.get(key, 0)
+            _want(type(value) is int and value >= 0, f"{where}.{key}", "an integer >= 0")
         verdicts = arm.get("verdicts")
         _want(isinstance(verdicts, dict), f"{where}.verdicts", "a mapping of case ids")
         cases: dict[str, CaseVerdict] = {}
@@ -84,28 +97,50 @@ def parse_baseline(data: object, source: str) -> Baseline:
                 tool_calls=entry.get("tool_calls", 0),
             )
         out[str(arm_id)] = cases
-    return Baseline(out)
+    canary = data.get("canary", {})
+    _want(isinstance(canary, dict), f"{source}: key 'canary'", "a mapping of suite/model keys")
+    assert isinstance(canary, dict)
+    for key, verdict in canary.items():
+        _want(
+            verdict in CANARY_VERDICTS,
+            f"{source}: key canary.{key}",
+            f"one of {', '.join(CANARY_VERDICTS)} (got {verdict!r})",
+        )
+    return Baseline(out, {str(k): str(v) for k, v in canary.items()})
 
 
-def load_baseline(path: Path) -> Baseline | None:
-    """The baseline at ``path``, or None when there is none; a bad file is a BaselineError."""
-    data = _read(path)
+def load_baseline(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Baseline | None:
+    """The baseline at ``path``, or None when there is none; a bad file is a BaselineError.
+
+    The file is read only if it is a regular file of at most ``max_bytes`` (ini
+    ``cardprobe_max_file_mb``): a FIFO or device there must not hang or flood the run.
+    """
+    data = _read(path, max_bytes)
     return None if data is None else parse_baseline(data, f"baseline {path}")
 
 
-def _read(path: Path) -> Any:
+def _read(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Any:
+    regenerate = "; restore it from version control or regenerate it with --update-baseline"
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_capped(path, max_bytes)
     except FileNotFoundError:
         return None
+    except FileRefused as exc:
+        raise BaselineError(f"baseline {path} {exc}") from None
     except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc}") from None
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BaselineError(
+            f"baseline {path} is not UTF-8 text (binary?): {exc.reason} at byte {exc.start}"
+            + regenerate
+        ) from None
     try:
         return json.loads(text)
-    except ValueError as exc:
-        raise BaselineError(
-            f"baseline {path} is not valid JSON: {exc}; regenerate it with --update-baseline"
-        ) from None
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: thousands of nested brackets exhaust the parser's stack.
+        raise BaselineError(f"baseline {path} is not valid JSON: {exc}" + regenerate) from None
 
 
 def route_counts(results: Sequence[ProbeResult]) -> dict[tuple[str, str], tuple[int, int]]:
@@ -117,8 +152,12 @@ def route_counts(results: Sequence[ProbeResult]) -> dict[tuple[str, str], tuple[
     return counts
 
 
-def baseline_document(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> dict[str, Any]:
-    """The baseline document for this run's arms (stable ordering, no timestamps)."""
+def baseline_document(
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    canaries: Sequence[Canary] = (),
+) -> dict[str, Any]:
+    """The baseline document for this run's arms and canaries (stable ordering, no timestamps)."""
     counts = route_counts(results)
     out: dict[str, Any] = {}
     for arm in arms:
@@ -144,12 +183,20 @@ def baseline_document(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) 
             "tool_calls": arm.routes.get("tool_calls", 0),
             "verdicts": cases,
         }
-    return {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
+    data: dict[str, Any] = {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
+    if canaries:
+        data["canary"] = {c.key: c.verdict for c in sorted(canaries, key=lambda c: c.key)}
+    return data
 
 
-def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> None:
-    """Write the baseline atomically, keeping arms that did not run this time."""
-    data = baseline_document(arms, results)
+def write_baseline(
+    path: Path,
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    canaries: Sequence[Canary] = (),
+) -> None:
+    """Write the baseline atomically, keeping arms (and canaries) that did not run this time."""
+    data = baseline_document(arms, results, canaries)
     try:
         old = _read(path)
         parse_baseline(old, str(path))
@@ -157,4 +204,7 @@ def write_baseline(path: Path, arms: Sequence[ArmScore], results: Sequence[Probe
         old = None  # a broken file is what --update-baseline is asked to replace
     if isinstance(old, Mapping):
         data["arms"] = dict(sorted({**old["arms"], **data["arms"]}.items()))
+        canary = {**(old.get("canary") or {}), **data.get("canary", {})}
+        if canary:
+            data["canary"] = dict(sorted(canary.items()))
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")

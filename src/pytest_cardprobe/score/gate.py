@@ -3,7 +3,9 @@
 A pass-rate regression is an arm that lost more than ``noise_floor`` cases; an adoption
 regression is a tool-channel arm whose adoption fell by more than ``noise_floor`` cases'
 worth (K / cases compared). Only cases that ran in both are compared, so ``-k`` runs
-compare what ran. Pure: the baseline arrives parsed and settings arrive built.
+compare what ran. A call suite's canary (per suite x model) that changed verdict is a
+regression too, whichever way it moved. Pure: the baseline arrives parsed and settings
+arrive built.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.aggregate import ArmScore, Canary
 from pytest_cardprobe.score.baseline import Baseline, route_counts
 from pytest_cardprobe.types import ProbeResult
 
@@ -39,6 +41,21 @@ class Flip:
 
     def __str__(self) -> str:
         return f"{self.case} ({self.before} -> {self.after})"
+
+
+@dataclass(frozen=True)
+class CanaryChange:
+    """A call suite x model whose canary verdict differs from the baseline's."""
+
+    key: str  # suite/model
+    before: str
+    after: str
+
+    def __str__(self) -> str:
+        return (
+            f"canary {self.key}: {self.before} -> {self.after}; accept it with "
+            "--update-baseline if intended"
+        )
 
 
 @dataclass
@@ -110,6 +127,10 @@ class Gate:
     max_unscored: float = 0.2
     had_baseline: bool = True
     updated_path: str | None = None
+    # Call suites: this run's canaries, and those whose verdict left the baseline's (each
+    # of these is also one of ``regressions``).
+    canaries: list[Canary] = field(default_factory=list)
+    canary_changes: list[CanaryChange] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -155,6 +176,18 @@ class Gate:
             "new": self.new,
             "unscored": self.unscored,
             "arms": {k: self.arms[k].to_dict() for k in sorted(self.arms)},
+            **self._canary_dict(),
+        }
+
+    def _canary_dict(self) -> dict[str, Any]:
+        """The canary keys, present only when a call suite ran canary cases."""
+        if not self.canaries and not self.canary_changes:
+            return {}
+        return {
+            "canary": {c.key: c.verdict for c in self.canaries},
+            "canary_changes": [
+                {"key": c.key, "before": c.before, "after": c.after} for c in self.canary_changes
+            ],
         }
 
 
@@ -227,8 +260,14 @@ def decide(
     results: Sequence[ProbeResult],
     baseline: Baseline | None,
     settings: GateSettings,
+    canaries: Sequence[Canary] = (),
 ) -> Gate:
-    """Compare every arm with ``baseline`` and decide pass, fail or inconclusive."""
+    """Compare every arm with ``baseline`` and decide pass, fail or inconclusive.
+
+    A canary verdict that differs from the baseline's is a regression whichever way it
+    moved: the capability a team relies on changed, and accepting it is a decision
+    (``--update-baseline``), not noise.
+    """
     k = settings.noise_floor
     counts = route_counts(results)
     gate = Gate(
@@ -238,6 +277,7 @@ def decide(
         total=sum(a.unscored + a.scored for a in arms),
         max_unscored=settings.max_unscored,
         had_baseline=baseline is not None,
+        canaries=sorted(canaries, key=lambda c: c.key),
     )
     for arm in arms:
         comparison = compare_arm(arm, baseline or Baseline(), counts, k)
@@ -246,6 +286,13 @@ def decide(
         gate.regressions += regressions
         gate.warnings += warnings
         gate.gains += gains
+    remembered = baseline.canary if baseline else {}
+    for canary in gate.canaries:
+        was = remembered.get(canary.key)
+        if was is not None and was != canary.verdict:
+            change = CanaryChange(canary.key, was, canary.verdict)
+            gate.canary_changes.append(change)
+            gate.regressions.append(str(change))
     if settings.strict_baseline:
         gate.regressions += [f"{a}: no baseline — --strict-baseline wants one" for a in gate.new]
     if gate.regressions:
@@ -255,7 +302,9 @@ def decide(
     return gate
 
 
-def updated(arms: Sequence[ArmScore], noise_floor: int, path: str) -> Gate:
+def updated(
+    arms: Sequence[ArmScore], noise_floor: int, path: str, canaries: Sequence[Canary] = ()
+) -> Gate:
     """The gate of a run that wrote the baseline instead of comparing with it."""
     return Gate(
         decision="updated",
@@ -264,4 +313,5 @@ def updated(arms: Sequence[ArmScore], noise_floor: int, path: str) -> Gate:
         unscored=sum(a.unscored for a in arms),
         total=sum(a.unscored + a.scored for a in arms),
         updated_path=path,
+        canaries=sorted(canaries, key=lambda c: c.key),
     )

@@ -277,13 +277,18 @@ def settings_section(run: dict[str, Any]) -> str:
 
 
 def scoreboard_table(arms: Sequence[ArmScore], gate: Gate | None) -> str:
-    """The scoreboard as an HTML table (same columns as the terminal)."""
-    from pytest_cardprobe.score.report import rows
+    """The scoreboard as HTML tables (same columns and groups as the terminal)."""
+    from pytest_cardprobe.score.report import groups, rows
 
-    headers, body = rows(arms, gate)
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    trs = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in body)
-    return f'<table class="board" id="scoreboard"><tr>{head}</tr>{trs}</table>'
+    out = []
+    for group in groups(arms):
+        headers, body = rows(group, gate)
+        head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+        trs = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in body)
+        # Card arms keep the id the page always had; call arms get a table of their own.
+        name = "scoreboard-calls" if group[0].is_call_arm else "scoreboard"
+        out.append(f'<table class="board" id="{name}"><tr>{head}</tr>{trs}</table>')
+    return "".join(out)
 
 
 def section_tables(arms: Sequence[ArmScore]) -> str:

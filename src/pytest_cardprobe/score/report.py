@@ -2,7 +2,9 @@
 
 Everything is built as data first (columns, rows, lines) so that it can be printed, written
 or snapshotted the same way. Columns come from the data: a failure class, a route or a
-note gets a column when some arm has one, so new classes need no change here.
+note gets a column when some arm has one, so new classes need no change here. Call arms
+(channel ``call``) get a table of their own, since their failure classes are not the card
+ones; call suites' canaries are a section of their own lines.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{round(value * 100):d}%"
 
 
+#: Card channels whose replies travel more than one route (call arms have their own table).
+ROUTE_SPLIT_CHANNELS = ("tool", "retry")
+
+
 def by_route(arm: ArmScore, _: ArmComparison | None = None) -> str:
     """Tool and retry arms: samples passed / samples, per route that carried any."""
-    if arm.channel == "prose":
+    if arm.channel not in ROUTE_SPLIT_CHANNELS:
         return "-"
     return "; ".join(f"{r} {p}/{n}" for r, (p, n) in arm.by_route().items()) or "-"
 
@@ -56,7 +62,10 @@ def _passed_change(_: ArmScore, c: ArmComparison | None) -> str:
 def _adoption(arm: ArmScore, _: ArmComparison | None) -> str:
     if arm.adoption is None:
         return "-"
-    return f"{arm.routes.get('tool_calls', 0)}/{arm.calls} {pct(arm.adoption)}"
+    tool = arm.routes.get("tool_calls", 0)
+    # A call arm's share is over the samples that made a call (declining is right for some).
+    made = tool + arm.routes.get("recovered", 0) if arm.is_call_arm else arm.calls
+    return f"{tool}/{made} {pct(arm.adoption)}"
 
 
 def _adoption_change(arm: ArmScore, c: ArmComparison | None) -> str:
@@ -109,8 +118,10 @@ def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
         if gate is not None and any(c.adoption_delta is not None for c in gate.arms.values()):
             cols.append(Column("±pt", _adoption_change))
     cols += [Column(r, _count("routes", r)) for r in routes_shown(arms)]
-    if any(a.channel != "prose" and a.by_route() for a in arms):
+    if any(a.channel in ROUTE_SPLIT_CHANNELS and a.by_route() for a in arms):
         cols.append(Column("pass_by_route", by_route))
+    if any(a.args_as_string for a in arms):
+        cols.append(Column("args_as_string", lambda a, c: str(a.args_as_string)))
     cols += [Column(n, _count("failures", n)) for n in failure_classes(arms)]
     if any(a.split for a in arms):
         cols.append(Column("split", lambda a, c: str(len(a.split))))
@@ -169,6 +180,20 @@ def sections(arms: Sequence[ArmScore]) -> list[Section]:
     return [s for build in SECTIONS if (s := build(arms)) is not None]
 
 
+def groups(arms: Sequence[ArmScore]) -> list[list[ArmScore]]:
+    """The arms of each table, in order: card arms, then call arms; empty groups left out."""
+    found = [[a for a in arms if not a.is_call_arm], [a for a in arms if a.is_call_arm]]
+    return [g for g in found if g]
+
+
+def tables(arms: Sequence[ArmScore], gate: Gate | None) -> list[list[str]]:
+    """One aligned text table per group of arms, a blank line between them."""
+    lines: list[list[str]] = []
+    for group in groups(arms):
+        lines.append(([""] if lines else []) + table(*rows(group, gate)))
+    return lines
+
+
 def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     """Plain aligned text table."""
     widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
@@ -201,6 +226,11 @@ def gate_lines(gate: Gate) -> list[str]:
     return lines
 
 
+def canary_lines(gate: Gate | None) -> list[str]:
+    """One line per call suite x model that ran canary cases."""
+    return [c.line() for c in gate.canaries] if gate else []
+
+
 def flip_lines(gate: Gate | None) -> list[str]:
     """Every case that changed verdict, per arm: pass -> fail first, then fail -> pass."""
     if gate is None:
@@ -227,16 +257,18 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
     if not arms:
         return []
     if verbosity < 0:
-        moved = changed(arms, gate)
-        lines = table(*rows(moved, gate)) if moved else []
+        lines = [line for t in tables(changed(arms, gate), gate) for line in t]
         return lines + (gate_lines(gate)[:1] if gate else []) + no_baseline_line(gate)
-    lines = table(*rows(arms, gate))
+    lines = [line for t in tables(arms, gate) for line in t]
     for section in sections(arms):
         lines += ["", section.caption, *table(section.headers, section.body)]
     split = [(a, c) for a in arms for c in sorted(a.split)]
     if split:
         lines += ["", "split cases (samples disagreed):"]
         lines.extend(f"  {a.id}: {c}" for a, c in split)
+    canary = canary_lines(gate)
+    if canary:
+        lines += ["", *canary]
     if gate:
         lines += ["", *gate_lines(gate)]
     return lines + no_baseline_line(gate)
@@ -251,15 +283,21 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     out = ["## cardprobe", ""]
     if gate:
         out += [f"**Gate: {gate.decision}** — {gate.summary}", ""]
-    headers, body = rows(arms, gate)
-    out.append("| " + " | ".join(headers) + " |")
-    out.append("|" + "---|" * len(headers))
-    out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
+    for number, group in enumerate(groups(arms)):
+        headers, body = rows(group, gate)
+        out += [""] if number else []
+        out.append("| " + " | ".join(headers) + " |")
+        out.append("|" + "---|" * len(headers))
+        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
     for section in sections(arms):
         out += ["", f"### {section.title}", ""]
         out.append("| " + " | ".join(section.headers) + " |")
         out.append("|" + "---|" * len(section.headers))
         out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in section.body)
+    canary = canary_lines(gate)
+    if canary:
+        out += ["", "### Canaries", ""]
+        out.extend(f"- {_md_cell(line)}" for line in canary)
     if gate:
         for title, items in (
             ("Regressions", gate.regressions),

@@ -13,9 +13,13 @@ one, can be reported.
 
 from __future__ import annotations
 
+import codecs
 import difflib
+import json
+import math
+import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -24,10 +28,25 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from pytest_cardprobe.files import MB, FileRefused, inside, read_capped
+from pytest_cardprobe.suite.calls import (
+    CANARY_KINDS,
+    DEFAULT_MAX_TURNS,
+    Expectation,
+    ScriptedResult,
+    declared_names,
+    parse_expectation,
+    parse_results,
+)
+
 __all__ = [
+    "CALL_CHANNEL",
+    "CALL_JUDGE",
     "CHANNELS",
     "CONDITIONS",
+    "DEFAULT_MAX_BYTES",
     "DEFAULT_VOCABULARY",
+    "MAX_SAMPLES",
     "NESTING_TYPES",
     "REFERENCE_VOCABULARY",
     "SCHEMA_PATH",
@@ -36,6 +55,7 @@ __all__ = [
     "SeedTurn",
     "Suite",
     "SuiteError",
+    "SuiteLimits",
     "Turn",
     "is_suite_file",
     "load_suite",
@@ -43,16 +63,27 @@ __all__ = [
 
 CHANNELS: tuple[str, ...] = ("prose", "tool", "retry")
 CONDITIONS: tuple[str, ...] = ("cold", "history", "seeded", "schema")
-#: What a suite runs when it names no channels or conditions; the others are opt-in.
+#: What a card suite runs when it names no channels or conditions; the others are opt-in.
 DEFAULT_CHANNELS: tuple[str, ...] = ("prose", "tool")
 DEFAULT_CONDITIONS: tuple[str, ...] = ("cold", "history")
 #: Channels whose first question is asked in prose (the retry channel asks in prose first).
 PROSE_FIRST: tuple[str, ...] = ("prose", "retry")
 #: Channels that declare the tool (the retry channel declares it on its second request).
 TOOL_USING: tuple[str, ...] = ("tool", "retry")
-#: The system prompts a suite may name: one per way of asking.
+#: The system prompts a card suite may name: one per way of asking.
 PROMPT_KINDS: tuple[str, ...] = ("prose", "tool")
+#: A call suite (``judge: call``) has one channel: the suite's own tools, all declared at once.
+CALL_JUDGE = "call"
+CALL_CHANNEL = "call"
+#: A call suite's conditions: the seeded and schema conditions shape card replies only.
+CALL_CONDITIONS: tuple[str, ...] = ("cold", "history")
+#: Every channel a probe may have (``--channel`` accepts these).
+ALL_CHANNELS: tuple[str, ...] = (*CHANNELS, CALL_CHANNEL)
 SUITE_VERSION = 1
+#: Upper bound of ``samples`` (suite key, marker, --samples); ini ``cardprobe_max_samples``.
+MAX_SAMPLES = 100
+#: Default cap on every file a suite makes the plugin read; ini ``cardprobe_max_file_mb``.
+DEFAULT_MAX_BYTES = 10 * MB
 
 # The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
 # a plain path works for both editable and wheel installs and needs no importlib dance.
@@ -96,9 +127,15 @@ _TOP_KEYS = (
     "seed_turn",
     "options",
     "cases",
+    "tools",
+    "max_turns",
 )
 _SEED_KEYS = ("user", "card")
 _CASE_KEYS = ("id", "prompt", "accept", "requires_input")
+# Keys that only a call suite may use, and the card-only keys a call suite may not.
+_CALL_TOP_KEYS = ("tools", "max_turns")
+_CARD_ONLY_TOP_KEYS = ("tool", "vocabulary", "allow_unknown_types", "seed_turn")
+_CALL_CASE_KEYS = ("id", "prompt", "expect", "results", "max_turns", "canary")
 _TURN_KEYS = ("role", "content")
 _TOOL_KEYS = ("type", "function")
 _FUNCTION_KEYS = ("name", "description", "parameters", "strict")
@@ -148,6 +185,12 @@ class Case:
     accept: tuple[str, ...]
     requires_input: bool
     line: int | None = None
+    # Call suites only: what a good answer does, the scripted tool results of a loop, the
+    # loop's turn limit and the canary role of the case.
+    expect: Expectation | None = None
+    results: tuple[ScriptedResult, ...] = ()
+    max_turns: int = DEFAULT_MAX_TURNS
+    canary: str | None = None
 
     @property
     def is_control(self) -> bool:
@@ -194,6 +237,20 @@ class Suite:
     cases: tuple[Case, ...]
     allow_unknown_types: bool = False
     seed_turn: SeedTurn | None = None
+    # Call suites only: every declared tool (sent with every request) and the file they
+    # came from when ``tools:`` named one.
+    tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    tools_file: Path | None = None
+
+    @property
+    def is_call_suite(self) -> bool:
+        """A suite judged by the call judge (``judge: call``)."""
+        return self.judge == CALL_JUDGE
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of a call suite's declared tools, in order."""
+        return declared_names(self.tools)
 
     @property
     def tool_name(self) -> str:
@@ -212,61 +269,135 @@ class Suite:
 
 # --------------------------------------------------------------------------- detection
 
-# A top-level ``cardprobe:`` key starts at column 0 in block style (quoted or not).
-_SUITE_MARKER = re.compile(rb"""^["']?cardprobe["']?[ \t]*:""", re.MULTILINE)
+# A top-level ``cardprobe:`` key starts at column 0 in block style (quoted or not); ``- `` in
+# front is a suite written inside a top-level list, which must be reported, not skipped.
+_SUITE_MARKER = re.compile(r"""^(?:-[ \t]+)?["']?cardprobe["']?[ \t]*:""", re.MULTILINE)
+_SUFFIXES = (".yaml", ".yml")
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
 
 
-def is_suite_file(path: Path | str) -> bool:
-    """Tell whether ``path`` is a cardprobe suite: a ``.yaml``/``.yml`` file whose top-level
-    mapping has a ``cardprobe`` key.
+def _sniff_text(raw: bytes) -> str:
+    """Text good enough to look for the marker in, whatever the encoding turns out to be.
 
-    Any ``cardprobe`` value counts (``cardprobe: 2`` must be reported, not skipped), and a file
-    that has a ``cardprobe:`` line at column 0 but does not parse counts too, so that
-    :func:`load_suite` can report the YAML error instead of the file vanishing silently.
+    UTF-16 and UTF-32 spread ASCII over NUL bytes; dropping them makes the marker visible, so
+    such a file is reported as being in the wrong encoding instead of being skipped.
+    """
+    if b"\x00" in raw:
+        raw = raw.replace(b"\x00", b"")
+    return raw.lstrip(b"\xef\xbb\xbf\xff\xfe").decode("latin-1")
+
+
+def is_suite_file(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> bool:
+    """Tell whether ``path`` is (or tries to be) a cardprobe suite.
+
+    A ``.yaml``/``.yml`` file (any case) counts when a line starts with a ``cardprobe:`` key,
+    or when it is a flow mapping with a ``cardprobe`` key. Whether it then loads is
+    :func:`load_suite`'s business: a file that looks like a suite and does not load is an
+    error with file and line, never a silently skipped file. Only the first ``max_bytes``
+    are looked at; a larger suite is refused as too large by the loader.
     """
     p = Path(path)
-    if p.suffix.lower() not in (".yaml", ".yml"):
+    if p.suffix.lower() not in _SUFFIXES:
         return False
     try:
-        raw = p.read_bytes()
+        with open(p, "rb") as handle:
+            raw = handle.read(max_bytes)
     except OSError:
         return False
     # Cheap pre-filter: most YAML in a repo (CI configs, fixtures) never mentions us.
-    if b"cardprobe" not in raw:
+    if b"cardprobe" not in raw and b"c\x00a\x00r\x00d\x00" not in raw:
         return False
-    looks_like_suite = _SUITE_MARKER.search(raw) is not None
+    text = _sniff_text(raw)
+    if _SUITE_MARKER.search(text):
+        return True
+    if not text.lstrip("\ufeff\xef\xbb\xbf \t\r\n").startswith("{"):
+        return False
     try:
-        data = yaml.safe_load(raw)
-    except Exception:  # any parse/construct failure: fall back to the textual marker
-        return looks_like_suite
+        data = yaml.load(text, Loader=_LOADER)
+    except Exception:  # not YAML at all: not ours either
+        return False
     return isinstance(data, dict) and "cardprobe" in data
 
 
 # --------------------------------------------------------------------------- loading
 
 
-def load_suite(path: Path | str, *, known_judges: Collection[str] = ("card",)) -> Suite:
+@dataclass(frozen=True)
+class SuiteLimits:
+    """What a suite may make the plugin read and do (set from ini keys by the glue).
+
+    ``roots`` are the folders files named by a suite (prompts) must resolve into, symbolic
+    links followed; ``None`` checks nothing (a suite loaded outside a pytest run).
+    """
+
+    roots: tuple[Path, ...] | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_samples: int = MAX_SAMPLES
+
+
+def load_suite(
+    path: Path | str,
+    *,
+    known_judges: Collection[str] = ("card",),
+    limits: SuiteLimits = SuiteLimits(),
+) -> Suite:
     """Read and validate one suite file; raise :class:`SuiteError` on any problem with it."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_capped(p, limits.max_bytes)
+    except FileRefused as exc:
+        raise SuiteError(p, f"suite file {exc}") from None
     except OSError as exc:
         raise SuiteError(p, f"cannot read suite file: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SuiteError(p, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = decode_utf8(p, raw, "suite file")
     try:
         data, lines, root_line = _parse(p, text)
-        return _SuiteReader(p, lines, known_judges).read(data, root_line)
+        return _SuiteReader(p, lines, known_judges, limits).read(data, root_line)
     except RecursionError:
         raise SuiteError(p, "YAML is nested too deeply to be a suite file") from None
+
+
+def decode_utf8(path: Path, raw: bytes, what: str, key: str | None = None) -> str:
+    """``raw`` as UTF-8 text (a BOM is allowed); any other encoding is a SuiteError saying so."""
+    for bom, name in _BOMS:
+        if raw.startswith(bom):
+            raise SuiteError(path, f"{what} is encoded as {name}; save it as UTF-8", key)
+    if b"\x00" in raw:
+        # ASCII spread over NUL bytes is valid UTF-8, and YAML would complain about the NULs.
+        raise SuiteError(
+            path,
+            f"{what} is not UTF-8 text: it holds NUL bytes (UTF-16 or UTF-32 without a "
+            "byte-order mark?); save it as UTF-8",
+            key,
+            raw[: raw.index(b"\x00")].count(b"\n") + 1,
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        guess = " (it looks like UTF-16 without a BOM)" if b"\x00" in raw else ""
+        raise SuiteError(
+            path,
+            f"{what} is not UTF-8 text{guess}: {exc.reason} at byte {exc.start}; save it as UTF-8",
+            key,
+            raw[: exc.start].count(b"\n") + 1,
+        ) from None
 
 
 def _parse(path: Path, text: str) -> tuple[Any, dict[_KeyPath, int], int | None]:
     """Compose ``text`` and convert it to plain Python values plus a key-path→line map."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        try:
+            root = yaml.compose(text, Loader=_LOADER)
+        except yaml.YAMLError:
+            # libyaml's messages are terser; the pure-Python parser says the same thing in the
+            # words the rest of PyYAML uses (only on this error path, so speed does not matter).
+            yaml.compose(text, Loader=yaml.SafeLoader)
+            raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "malformed YAML"
@@ -283,6 +414,10 @@ def _parse(path: Path, text: str) -> tuple[Any, dict[_KeyPath, int], int | None]
     data = converter.convert(root, ())
     return data, converter.lines, root.start_mark.line + 1
 
+
+# libyaml's parser when PyYAML has it: the pure-Python one takes minutes on a suite of a few
+# megabytes; both keep line numbers on every node.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _STANDARD_SEQ = "tag:yaml.org,2002:seq"
 _STANDARD_MAP = "tag:yaml.org,2002:map"
@@ -374,6 +509,62 @@ class _Converter:
 # --------------------------------------------------------------------------- validation
 
 
+_FailAt = Callable[[_KeyPath, str], NoReturn]
+_CALL_TOOL_KEYS = ("type", "function")
+_CALL_FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+
+
+def check_tools(value: list[Any], fail: _FailAt) -> list[dict[str, Any]]:
+    """A call suite's tool list: function declarations with unique names and parameter
+    schemas that are valid JSON Schema. Style problems are the lint's (suite/toollint.py)."""
+    if not value:
+        fail((), "expected at least one tool declaration")
+    seen: dict[str, int] = {}
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            fail((index,), f"expected a tool declaration mapping, got {_describe(item)}")
+        for name in item:
+            if name not in _CALL_TOOL_KEYS:
+                fail((index, name), f"unknown key; allowed: {_one_of(_CALL_TOOL_KEYS)}")
+        if item.get("type") != "function":
+            fail((index, "type"), f"expected 'function', got {_describe(item.get('type'))}")
+        function = item.get("function")
+        if not isinstance(function, dict):
+            fail((index, "function"), f"expected a mapping, got {_describe(function)}")
+        for name in function:
+            if name not in _CALL_FUNCTION_KEYS:
+                hint = difflib.get_close_matches(name, _CALL_FUNCTION_KEYS, n=1)
+                suggestion = f"did you mean {hint[0]!r}? " if hint else ""
+                fail(
+                    (index, "function", name),
+                    f"unknown key; {suggestion}allowed: {_one_of(_CALL_FUNCTION_KEYS)}",
+                )
+        tool_name = function.get("name")
+        if not isinstance(tool_name, str) or not tool_name:
+            fail((index, "function", "name"), f"expected a tool name, got {_describe(tool_name)}")
+        if tool_name in seen:
+            fail((index, "function", "name"), f"tool {tool_name!r} is declared twice")
+        seen[tool_name] = index
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(parameters, dict) or parameters.get("type") != "object":
+            fail(
+                (index, "function", "parameters"),
+                "expected a JSON Schema mapping with `type: object`",
+            )
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import validator_for
+
+        try:
+            validator_for(parameters).check_schema(parameters)
+        except SchemaError as exc:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.path)
+            fail(
+                (index, "function", "parameters"),
+                f"not a valid JSON Schema at {where or 'the top'}: {exc.message}",
+            )
+    return value
+
+
 def _format_key(key: _KeyPath) -> str | None:
     """``("cases", 3, "accept")`` → ``"cases[3].accept"``."""
     text = ""
@@ -410,10 +601,17 @@ def _one_of(options: Sequence[str]) -> str:
 class _SuiteReader:
     """Validates the converted document top-down; the first problem raises."""
 
-    def __init__(self, path: Path, lines: dict[_KeyPath, int], judges: Collection[str]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        lines: dict[_KeyPath, int],
+        judges: Collection[str],
+        limits: SuiteLimits,
+    ) -> None:
         self.path = path
         self.lines = lines
         self.judges = judges
+        self.limits = limits
 
     # -- error helpers
 
@@ -462,7 +660,7 @@ class _SuiteReader:
         """A non-empty list of unique names, each one of ``allowed``."""
         if not isinstance(value, list) or not value:
             self.fail(key, f"expected a non-empty list of {what}, got {_describe(value)}")
-        seen: list[str] = []
+        seen: dict[str, None] = {}
         for index, item in enumerate(value):
             if not isinstance(item, str) or item not in allowed:
                 self.fail(
@@ -470,11 +668,13 @@ class _SuiteReader:
                 )
             if item in seen:
                 self.fail((*key, index), f"{item!r} is listed twice")
-            seen.append(item)
+            seen[item] = None
         return tuple(seen)
 
     def json_value(self, key: _KeyPath, value: Any) -> None:
         """Reject values a JSON request body cannot carry (dates, binary, NaN keys...)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(key, f"{value!r} is not a finite number; a JSON request cannot carry it")
         if value is None or isinstance(value, str | bool | int | float):
             return
         if isinstance(value, list):
@@ -497,10 +697,17 @@ class _SuiteReader:
                 line=root_line,
             )
         self.version(data)
-        self.check_keys((), data, _TOP_KEYS, ("cardprobe", "prompts", "cases"))
+        self.check_keys((), data, _TOP_KEYS, ("cardprobe", "cases"))
 
         name = self.text(("name",), data.get("name", self.path.stem))
         judge = self.judge(data.get("judge", "card"))
+        if judge == CALL_JUDGE:
+            return self.read_call_suite(data, name)
+        for key in _CALL_TOP_KEYS:
+            if key in data:
+                self.fail((key,), f"`{key}` belongs to call suites (judge: call)")
+        if "prompts" not in data:
+            self.fail(("prompts",), "missing required key")
         channels = self.names(
             ("channels",), data.get("channels", list(DEFAULT_CHANNELS)), CHANNELS, "channels"
         )
@@ -586,10 +793,11 @@ class _SuiteReader:
 
     def judge(self, value: Any) -> str:
         judge = self.text(("judge",), value)
-        if judge not in self.judges:
+        if judge != CALL_JUDGE and judge not in self.judges:
+            known = sorted({*self.judges, CALL_JUDGE})
             self.fail(
                 ("judge",),
-                f"unknown judge {judge!r}; known judges: {_one_of(sorted(self.judges))}",
+                f"unknown judge {judge!r}; known judges: {_one_of(known)}",
             )
         return judge
 
@@ -597,6 +805,13 @@ class _SuiteReader:
         # ``type(...) is int`` on purpose: YAML ``true`` is a bool, and bool is an int subclass.
         if type(value) is not int or value < 1:
             self.fail(("samples",), f"expected an integer >= 1, got {_describe(value)}")
+        most = self.limits.max_samples
+        if value > most:
+            self.fail(
+                ("samples",),
+                f"{value} samples is more than the limit of {most} "
+                "(raise ini cardprobe_max_samples to allow more)",
+            )
         return value
 
     def prompts(
@@ -616,23 +831,229 @@ class _SuiteReader:
                 continue
             entry = (*key, channel)
             relative = self.text(entry, given[channel], "a prompt file path")
-            resolved = (self.path.parent / relative).resolve()
-            try:
-                prompt = resolved.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                self.fail(entry, f"prompt file not found: {resolved}")
-            except IsADirectoryError:
-                self.fail(entry, f"prompt path is a directory: {resolved}")
-            except UnicodeDecodeError:
-                self.fail(entry, f"prompt file is not UTF-8 text: {resolved}")
-            except OSError as exc:
-                self.fail(entry, f"cannot read prompt file {resolved}: {exc.strerror or exc}")
+            resolved, prompt = self.read_text(entry, relative, "prompt file")
             if not prompt.strip():
                 self.fail(entry, f"prompt file is empty: {resolved}")
             if channel in needed:
                 texts[channel] = prompt
                 files[channel] = resolved
         return texts, files
+
+    def read_text(self, key: _KeyPath, relative: str, what: str) -> tuple[Path, str]:
+        """A file named by the suite, relative to it: inside the roots, regular, capped, UTF-8.
+
+        Every file a suite makes the plugin read goes through here, so a suite cannot send
+        ``/etc/passwd`` to a model server (and into a cassette), hang on a FIFO or fill memory
+        from ``/dev/zero``.
+        """
+        if "\x00" in relative:
+            self.fail(key, f"{what} path contains a NUL character")
+        named = self.path.parent / relative
+        resolved = Path(os.path.realpath(named))
+        roots = self.limits.roots
+        if roots is not None and not inside(named, roots):
+            self.fail(
+                key,
+                f"{what} {relative!r} resolves to {resolved}, outside the project "
+                f"({', '.join(str(r) for r in roots)}); keep suite files inside it",
+            )
+        try:
+            raw = read_capped(named, self.limits.max_bytes)
+        except FileRefused as exc:
+            self.fail(key, f"{what} {named} {exc}")
+        except FileNotFoundError:
+            self.fail(key, f"{what} not found: {resolved}")
+        except OSError as exc:
+            self.fail(key, f"cannot read {what} {resolved}: {exc.strerror or exc}")
+        try:
+            text = decode_utf8(named, raw, what)
+        except SuiteError as exc:
+            self.fail(key, f"{what} {named}: {exc.problem}")
+        return resolved, text
+
+    def read_file(self, entry: _KeyPath, value: Any, what: str) -> tuple[str, Path]:
+        """The text of a file named relative to the suite (through :meth:`read_text`)."""
+        relative = self.text(entry, value, f"a {what} file path")
+        resolved, text = self.read_text(entry, relative, f"{what} file")
+        if not text.strip():
+            self.fail(entry, f"{what} file is empty: {resolved}")
+        return text, resolved
+
+    # -- call suites (judge: call)
+
+    def read_call_suite(self, data: dict[str, Any], name: str) -> Suite:
+        for key in _CARD_ONLY_TOP_KEYS:
+            if key in data:
+                self.fail((key,), f"`{key}` belongs to card suites; a call suite declares `tools:`")
+        channels = (CALL_CHANNEL,)
+        if "channels" in data:
+            self.names(("channels",), data["channels"], channels, "channels")
+        conditions = self.names(
+            ("conditions",),
+            data.get("conditions", list(DEFAULT_CONDITIONS)),
+            CALL_CONDITIONS,
+            "conditions",
+        )
+        samples = self.samples(data.get("samples", 2))
+        prompts: dict[str, str] = {}
+        prompt_files: dict[str, Path] = {}
+        if "prompts" in data:
+            pkey: _KeyPath = ("prompts",)
+            given = self.mapping(pkey, data["prompts"], "a mapping with a `call` prompt file")
+            self.check_keys(pkey, given, channels, ())
+            if CALL_CHANNEL in given:
+                entry = (*pkey, CALL_CHANNEL)
+                text, resolved = self.read_file(entry, given[CALL_CHANNEL], "prompt")
+                prompts[CALL_CHANNEL], prompt_files[CALL_CHANNEL] = text, resolved
+        if "tools" not in data:
+            self.fail(
+                ("tools",),
+                "missing required key: a call suite declares its tools (a list in the "
+                "OpenAI/Ollama function format, or a path to a JSON or YAML file holding one)",
+            )
+        tools, tools_file = self.tools(data["tools"])
+        history: tuple[Turn, ...] = ()
+        if "history" in data:
+            history = self.history(data["history"])
+        elif "history" in conditions:
+            self.fail(("history",), "missing required key: the `history` condition needs turns")
+        options: dict[str, Any] = {}
+        if "options" in data:
+            options = self.mapping(("options",), data["options"])
+            self.json_value(("options",), options)
+        max_turns = self.max_turns(("max_turns",), data.get("max_turns", DEFAULT_MAX_TURNS))
+        cases = self.call_cases(data["cases"], declared_names(tools), max_turns)
+        return Suite(
+            path=self.path,
+            name=name,
+            judge=CALL_JUDGE,
+            channels=channels,
+            conditions=conditions,
+            samples=samples,
+            prompts=prompts,
+            prompt_files=prompt_files,
+            tool={},
+            history=history,
+            vocabulary=(),
+            options=options,
+            cases=cases,
+            tools=tuple(tools),
+            tools_file=tools_file,
+        )
+
+    def max_turns(self, key: _KeyPath, value: Any) -> int:
+        if type(value) is not int or value < 1:
+            self.fail(key, f"expected an integer >= 1, got {_describe(value)}")
+        return value
+
+    def tools(self, value: Any) -> tuple[list[dict[str, Any]], Path | None]:
+        """``tools:`` inline, or a JSON/YAML file relative to the suite."""
+        key: _KeyPath = ("tools",)
+        if isinstance(value, list):
+            return check_tools(value, lambda k, problem: self.fail((*key, *k), problem)), None
+        if not isinstance(value, str):
+            self.fail(
+                key,
+                "expected a list of tool declarations or a path to a JSON/YAML file, "
+                f"got {_describe(value)}",
+            )
+        text, resolved = self.read_file(key, value, "tools")
+
+        def fail_in_file(k: _KeyPath, problem: str) -> NoReturn:
+            raise SuiteError(resolved, problem, "$" + (_format_key(k) or ""))
+
+        try:
+            if resolved.suffix.lower() == ".json":
+                loaded = json.loads(text)
+            else:
+                loaded = yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            kind = "JSON" if resolved.suffix.lower() == ".json" else "YAML"
+            raise SuiteError(resolved, f"not valid {kind}: {exc}".splitlines()[0]) from None
+        if not isinstance(loaded, list):
+            fail_in_file((), f"expected a list of tool declarations, got {_describe(loaded)}")
+        return check_tools(loaded, fail_in_file), resolved
+
+    def call_cases(self, value: Any, declared: list[str], max_turns: int) -> tuple[Case, ...]:
+        key: _KeyPath = ("cases",)
+        if not isinstance(value, list) or not value:
+            self.fail(key, f"expected a non-empty list of cases, got {_describe(value)}")
+        cases: list[Case] = []
+        first_line: dict[str, int | None] = {}
+        for index, item in enumerate(value):
+            entry = (*key, index)
+            case = self.mapping(entry, item, "a case mapping (id, prompt, expect)")
+            self.check_keys(entry, case, _CALL_CASE_KEYS, ("id", "prompt", "expect"))
+            case_id = self.case_id(entry, case["id"], first_line)
+
+            def fail(key: _KeyPath, problem: str, case_id: str = case_id) -> NoReturn:
+                # Name the case by its id too: "cases[7]" alone sends people counting.
+                self.fail(key, f"case {case_id!r}: {problem}")
+
+            prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
+            expect = parse_expectation(case["expect"], (*entry, "expect"), fail, declared)
+            results: tuple[ScriptedResult, ...] = ()
+            if "results" in case:
+                if not expect.multi_turn:
+                    fail(
+                        (*entry, "results"),
+                        "results: feed a tool loop, and only a `sequence:` expectation runs one",
+                    )
+                results = parse_results(case["results"], (*entry, "results"), fail, declared)
+            turns = max_turns
+            if "max_turns" in case:
+                turns = self.max_turns((*entry, "max_turns"), case["max_turns"])
+            if expect.multi_turn and len(expect.calls) > turns:
+                fail(
+                    (*entry, "max_turns"),
+                    f"the sequence has {len(expect.calls)} calls but the loop stops after "
+                    f"{turns} turns",
+                )
+            canary = case.get("canary")
+            if canary is not None:
+                if canary not in CANARY_KINDS:
+                    fail(
+                        (*entry, "canary"),
+                        f"unknown canary {_describe(canary)}; use {_one_of(CANARY_KINDS)}",
+                    )
+                if (canary == "no_tool") != (expect.kind == "no_call"):
+                    fail(
+                        (*entry, "canary"),
+                        "a `no_tool` canary expects `no_call: true`; a `needs_tool` canary "
+                        "expects a call",
+                    )
+            cases.append(
+                Case(
+                    id=case_id,
+                    prompt=prompt,
+                    accept=(),
+                    requires_input=False,
+                    line=self.lines.get(entry),
+                    expect=expect,
+                    results=results,
+                    max_turns=turns,
+                    canary=canary,
+                )
+            )
+        return tuple(cases)
+
+    def case_id(self, entry: _KeyPath, case_id: Any, first_line: dict[str, int | None]) -> str:
+        """A valid, unique case id (it becomes part of the pytest test id)."""
+        if not isinstance(case_id, str) or not _CASE_ID.fullmatch(case_id):
+            self.fail(
+                (*entry, "id"),
+                f"expected an id of letters, digits, '_', '.' or '-' (it becomes part of the "
+                f"pytest test id), got {_describe(case_id)}",
+            )
+        if case_id in first_line:
+            where = first_line[case_id]
+            self.fail(
+                (*entry, "id"),
+                f"duplicate case id {case_id!r}"
+                + (f" (first used on line {where})" if where else ""),
+            )
+        first_line[case_id] = self.lines.get((*entry, "id"))
+        return case_id
 
     def tool(self, value: Any) -> dict[str, Any]:
         key: _KeyPath = ("tool",)
@@ -718,12 +1139,12 @@ class _SuiteReader:
             self.fail(
                 key, f"expected a non-empty list of element type names, got {_describe(value)}"
             )
-        seen: list[str] = []
+        seen: dict[str, None] = {}
         for index, item in enumerate(value):
             name = self.text((*key, index), item, "an element type name")
             if name in seen:
                 self.fail((*key, index), f"{name!r} is listed twice")
-            seen.append(name)
+            seen[name] = None
         return tuple(seen)
 
     def cases(self, value: Any, vocabulary: tuple[str, ...]) -> tuple[Case, ...]:
@@ -788,9 +1209,10 @@ class _SuiteReader:
                 "expected a list of element type names ([] for a prose control), "
                 f"got {_describe(value)}",
             )
-        seen: list[str] = []
+        known = set(vocabulary)
+        seen: dict[str, None] = {}
         for index, item in enumerate(value):
-            if not isinstance(item, str) or item not in vocabulary:
+            if not isinstance(item, str) or item not in known:
                 close = (
                     difflib.get_close_matches(item, vocabulary, n=1)
                     if isinstance(item, str)
@@ -803,5 +1225,5 @@ class _SuiteReader:
                 )
             if item in seen:
                 self.fail((*key, index), f"{item!r} is listed twice")
-            seen.append(item)
+            seen[item] = None
         return tuple(seen)

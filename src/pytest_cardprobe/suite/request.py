@@ -52,7 +52,10 @@ def build_request(
     """
     suite = probe.suite
     asked = channel or ("prose" if probe.channel == "retry" else probe.channel)
-    messages: list[Message] = [{"role": "system", "content": suite.prompts[asked]}]
+    messages: list[Message] = []
+    # A call suite's system prompt is optional: its tools carry their own descriptions.
+    if asked in suite.prompts:
+        messages.append({"role": "system", "content": suite.prompts[asked]})
     if probe.condition == "history":
         messages.extend({"role": t.role, "content": t.content} for t in suite.history)
     elif probe.condition == "seeded" and suite.seed_turn is not None:
@@ -63,6 +66,9 @@ def build_request(
         messages.append({"role": "assistant", "content": card})
     messages.append({"role": "user", "content": probe.case.prompt})
     tools = [dict(suite.tool)] if asked == "tool" else []
+    if suite.is_call_suite:
+        # Every declared tool goes with every request, as the application would send them.
+        tools = [dict(t) for t in suite.tools]
     options = {**base_options, **suite.options}
     if probe.condition == "schema" and asked == "prose":
         options["format"] = card_schema(suite.vocabulary)

@@ -14,21 +14,56 @@ import hashlib
 import json
 import re
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from pytest_cardprobe.files import shown, write_atomically
+from pytest_cardprobe.files import (
+    DEFAULT_MAX_FILE_MB,
+    MB,
+    FileRefused,
+    read_capped,
+    shown,
+    write_atomically,
+)
 from pytest_cardprobe.types import ChatRequest
-from pytest_cardprobe.wire.client import Player
+from pytest_cardprobe.wire.client import (
+    CHAT_PATHS,
+    MAX_JSON_DEPTH,
+    Player,
+    redact_url,
+    reply_problem,
+    too_deep,
+)
 
 FORMAT = 1
 METADATA_KEY = "cardprobe"
-# Header names that may carry credentials; matched case-insensitively as substrings.
-_SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|session", re.I)
+# Deny by default: a header reaches a cassette only when replay needs it. Credentials come
+# under too many names (X-Auth, X-Access-Key, Ocp-Apim-Subscription-Key, OpenAI-Organization,
+# WWW-Authenticate...) for a list of bad names to keep up.
+KEPT_HEADERS = frozenset({"content-type"})
+
+
+REDACTED = "[redacted]"
+
+
+def redact_fields(value: Any, fields: Sequence[str]) -> Any:
+    """``value`` with every mapping entry whose key is in ``fields`` (any case) redacted."""
+    if not fields:
+        return value
+    names = {f.lower() for f in fields}
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {k: REDACTED if str(k).lower() in names else walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
 
 
 def _digest(value: Any) -> str:
@@ -36,8 +71,15 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def fingerprint(request: ChatRequest) -> dict[str, str]:
-    """Short hashes of each part of a request, so a stale recording can say what changed."""
+def fingerprint(
+    request: ChatRequest, tools_label: str = "tool declaration", redact: Sequence[str] = ()
+) -> dict[str, str]:
+    """Short hashes of each part of a request, so a stale recording can say what changed.
+
+    ``tools_label`` names the tools part: call suites say ``tools`` (their declared tool
+    list); card suites keep ``tool declaration``, which their recorded cassettes carry.
+    Redacted fields are hashed as redacted: a hash of a short secret is a secret too.
+    """
     system = [m for m in request.messages if m.get("role") == "system"]
     rest = [m for m in request.messages if m.get("role") != "system"]
     return {
@@ -45,8 +87,8 @@ def fingerprint(request: ChatRequest) -> dict[str, str]:
         "system prompt": _digest(system),
         "history": _digest(rest[:-1]),
         "question": _digest(rest[-1:]),
-        "tool declaration": _digest(request.tools),
-        "options": _digest(request.options),
+        tools_label: _digest(request.tools),
+        "options": _digest(redact_fields(request.options, redact)),
     }
 
 
@@ -66,20 +108,48 @@ class CorruptCassette(CassetteProblem):
     """The cassette file cannot be read."""
 
 
+def path_part(name: str) -> str:
+    """``name`` as one safe, reversible path component: ``smollm2:135m`` -> ``smollm2%3A135m``.
+
+    Suite names, model names and case ids become folders and file names. Percent-encoding
+    everything but letters, digits, ``-``, ``_`` and ``.`` leaves no separator, and a leading
+    dot is encoded too, so neither ``..`` nor a hidden file can come out; an empty name
+    becomes ``%`` followed by nothing a decoder would accept, so it cannot vanish either.
+    """
+    quoted = urllib.parse.quote(name, safe="-_.")
+    if quoted.startswith("."):
+        quoted = "%2E" + quoted[1:]
+    return quoted or "%"
+
+
 def safe_model_name(model: str) -> str:
-    """Filesystem-safe, reversible model name: ``smollm2:135m`` -> ``smollm2%3A135m``."""
-    return urllib.parse.quote(model, safe="-_.")
+    """Filesystem-safe, reversible model name (see :func:`path_part`)."""
+    return path_part(model)
+
+
+def _below(root: Path, *parts: str) -> Path:
+    path = root.joinpath(*parts)
+    # path_part makes this impossible; the check is the last line of defence if it changes.
+    # The folder is resolved, not the file: a cassette may be a link the user made.
+    if not path.parent.resolve().is_relative_to(root.resolve()) or path.name in ("", ".", ".."):
+        raise CassetteProblem(f"cassette path {path} would leave the cassette folder {root}")
+    return path
 
 
 def cassette_path(root: Path, suite: str, model: str, case: str, channel: str, cond: str) -> Path:
-    """Where the cassette of one test lives."""
-    return root / suite / safe_model_name(model) / f"{case}-{channel}-{cond}.yaml"
+    """Where the cassette of one test lives (always inside ``root``)."""
+    return _below(
+        root,
+        path_part(suite),
+        path_part(model),
+        path_part(f"{case}-{channel}-{cond}") + ".yaml",
+    )
 
 
 def fixture_cassette_path(root: Path, nodeid: str) -> Path:
     """Where the one cassette of an ordinary test using the ``cardprobe`` fixture lives."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")
-    return root / "_tests" / f"{safe}.yaml"
+    return _below(root, "_tests", path_part(safe) + ".yaml")
 
 
 def _parsed_body(body: str | bytes | None) -> Any:
@@ -106,11 +176,26 @@ def _first_difference(a: Any, b: Any, where: str = "body") -> str:
     return f"{where} differs"
 
 
-def _scrub_request(request: Any) -> Any:
-    for name in list(request.headers):
-        if _SECRET_HEADER.search(name):
-            del request.headers[name]
-    return request
+def _scrubber(fields: Sequence[str]) -> Any:
+    """vcrpy's ``before_record_request``: keep what replay matches on, nothing secret."""
+
+    def scrub(request: Any) -> Any:
+        # vcrpy hands over a deep copy; the request sent is not touched.
+        for name in list(request.headers):
+            if name.lower() not in KEPT_HEADERS:
+                del request.headers[name]
+        request.uri = redact_url(request.uri)
+        body = request.body
+        if fields and body:
+            parsed = _parsed_body(body)
+            redacted = redact_fields(parsed, fields)
+            # Rewritten only when a field was redacted: the sent text is what replay's
+            # cheapest match compares with.
+            if isinstance(parsed, dict | list) and redacted != parsed:
+                request.body = json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
+        return request
+
+    return scrub
 
 
 def _scrub_response(response: dict[str, Any]) -> dict[str, Any] | None:
@@ -119,8 +204,10 @@ def _scrub_response(response: dict[str, Any]) -> dict[str, Any] | None:
         return None  # infra, not model behaviour
     headers = response.get("headers") or {}
     for name in list(headers):
-        if _SECRET_HEADER.search(name):
+        if name.lower() not in KEPT_HEADERS:
             del headers[name]
+    if "url" in response:
+        response["url"] = redact_url(str(response["url"]))
     return response
 
 
@@ -187,9 +274,12 @@ class _Player:
     as vcrpy plays a cassette; anything else is a stale cassette.
     """
 
-    def __init__(self, path: Path, data: Mapping[str, Any], hint: str) -> None:
+    def __init__(
+        self, path: Path, data: Mapping[str, Any], hint: str, redact: Sequence[str] = ()
+    ) -> None:
         self.path = path
         self.hint = hint
+        self.redact = redact
         self.interactions: list[dict[str, Any]] = list(data["interactions"])
         self.played = [False] * len(self.interactions)
         self._bodies: dict[int, Any] = {}
@@ -205,7 +295,8 @@ class _Player:
             return True  # the same text: the same JSON, without parsing either
         if index not in self._bodies:
             self._bodies[index] = _parsed_body(raw)
-        return bool(self._bodies[index] == _parsed_body(content))
+        # Redacted as it was when recorded, so a secret a hook adds still matches.
+        return bool(self._bodies[index] == redact_fields(_parsed_body(content), self.redact))
 
     def response_for(self, method: str, path: str, content: str) -> dict[str, Any] | None:
         """The recorded response for a request, or ``None`` when nothing here matches."""
@@ -234,7 +325,10 @@ class _Player:
             if want != (method, path):
                 why += f" (recorded {want[0]} {want[1]}, asked {method} {path})"
             else:
-                diff = _first_difference(_parsed_body(content), _parsed_body(recorded.get("body")))
+                diff = _first_difference(
+                    redact_fields(_parsed_body(content), self.redact),
+                    _parsed_body(recorded.get("body")),
+                )
                 why += f" ({diff[:200]})"
         where = shown(self.path)
         return StaleCassette(f"stale cassette {where}: {why}; re-record with: {self.hint}")
@@ -271,23 +365,51 @@ def _load(text: str) -> Any:
     return yaml.load(text, Loader=loader)
 
 
-def read_cassette(path: Path, hint: str = "pytest --live") -> dict[str, Any]:
+def read_cassette(
+    path: Path, hint: str = "pytest --live", max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+) -> dict[str, Any]:
     """Read and check one cassette file; raise :class:`CassetteProblem` with the file named."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_capped(path, max_bytes).decode("utf-8")
     except FileNotFoundError:
-        raise NotRecorded(f"not recorded — run with --live to record it: {hint}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptCassette(f"corrupt cassette {shown(path)}: cannot read it ({exc})") from None
+        raise NotRecorded(
+            f"not recorded — run with --live to record it: {hint} (no cassette {shown(path)})"
+        ) from None
+    except FileRefused as exc:
+        raise CorruptCassette(f"corrupt cassette {shown(path)}: the cassette {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            f"re-record it: {hint}"
+        ) from None
+    except OSError as exc:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: cannot read it ({exc.strerror or exc})"
+        ) from None
     try:
         data = _load(text)
+    except RecursionError:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: nested too deeply; re-record it: {hint}"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise CorruptCassette(
             f"corrupt cassette {shown(path)}:{where} not valid YAML; re-record it: {hint}"
         ) from None
-    interactions = data.get("interactions") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: not a vcrpy cassette (a mapping with "
+            f"interactions); re-record it: {hint}"
+        )
+    version = data.get("version")
+    if version != VCR_VERSION:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: unknown vcrpy cassette version {version!r} "
+            f"(this plugin reads version {VCR_VERSION}); re-record it: {hint}"
+        )
+    interactions = data.get("interactions")
     if not isinstance(interactions, list):
         raise CorruptCassette(
             f"corrupt cassette {shown(path)}: no list of request/response interactions; "
@@ -300,12 +422,18 @@ def read_cassette(path: Path, hint: str = "pytest --live") -> dict[str, Any]:
                 f"corrupt cassette {shown(path)}: interaction {index + 1}: {problem}; "
                 f"re-record it: {hint}"
             )
-    assert isinstance(data, dict)
     return data
 
 
+VCR_VERSION = 1  # the cassette format vcrpy writes (``version: 1``)
+
+
 def _interaction_problem(interaction: Any) -> str | None:
-    """What is missing from one recorded interaction for replay to serve it, if anything."""
+    """What is wrong with one recorded interaction for replay to serve it, if anything.
+
+    Beyond the fields replay needs, the recorded reply must have the shape of the API it
+    came from, so the judge never gives a verdict on bytes no server sent.
+    """
     if not isinstance(interaction, dict):
         return "not a mapping"
     request, response = interaction.get("request"), interaction.get("response")
@@ -321,7 +449,34 @@ def _interaction_problem(interaction: Any) -> str | None:
     body = response.get("body")
     if not isinstance(body, dict) or not isinstance(body.get("string"), (str, bytes)):
         return "response has no body string"
-    return None
+    headers = response.get("headers") or {}
+    if not isinstance(headers, dict):
+        return "response headers are not a mapping"
+    for name, values in headers.items():
+        listed = values if isinstance(values, list) else [values]
+        if not isinstance(name, str) or not all(isinstance(v, str) for v in listed):
+            return f"response header {name!r} is not text"
+        if name.lower() == "content-encoding" and any(v.strip() != "identity" for v in listed):
+            # Recording stores bodies decoded; a compression header on one would make the
+            # client try to unzip plain text.
+            return f"response header content-encoding: {', '.join(listed)} on a stored body"
+    raw = body["string"]
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return f"response body is not UTF-8 ({exc.reason} at byte {exc.start})"
+    code = status["code"]
+    if not 100 <= code <= 599:
+        return f"response status {code} is not an HTTP status"
+    if too_deep(raw):
+        return f"response body is JSON nested more than {MAX_JSON_DEPTH} levels deep"
+    api = CHAT_PATHS.get(urllib.parse.urlsplit(request["uri"]).path)
+    if api is None or not 200 <= code < 300:
+        return None
+    sent = _parsed_body(request.get("body"))
+    stream = isinstance(sent, dict) and sent.get("stream") is True
+    return reply_problem(api, stream, raw)
 
 
 def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str, str]) -> None:
@@ -346,8 +501,12 @@ class Replay:
 
     live = False
 
-    def __init__(self) -> None:
+    def __init__(
+        self, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
+    ) -> None:
         self._playing: list[_Player] = []
+        self.max_bytes = max_bytes
+        self.redact = tuple(redact)
 
     def player(self) -> Player:
         """What the replay client sends its requests to instead of a network."""
@@ -381,7 +540,7 @@ class Replay:
     ) -> Iterator[Recording]:
         """Replay one test from ``path``: missing, corrupt or stale cassettes raise first."""
         rec = Recording(path=path, live=False)
-        data = read_cassette(path, rerecord_hint)
+        data = read_cassette(path, rerecord_hint, self.max_bytes)
         try:
             if fingerprint is not None:
                 check_fingerprint(path, data, fingerprint)
@@ -389,7 +548,7 @@ class Replay:
             raise StaleCassette(f"{exc}; re-record with: {rerecord_hint}") from None
         rec.metadata = dict((data.get("metadata") or {}).get(METADATA_KEY) or {})
         rec.samples = len(data["interactions"])
-        player = _Player(path, data, rerecord_hint)
+        player = _Player(path, data, rerecord_hint, self.redact)
         self._playing.append(player)
         try:
             yield rec
@@ -401,6 +560,9 @@ class Record:
     """The recording backend: real calls through vcrpy, written atomically when a test ends."""
 
     live = True
+
+    def __init__(self, redact: Sequence[str] = ()) -> None:
+        self.redact = tuple(redact)
 
     def player(self) -> None:
         """None: the client uses the network, and vcrpy records what passes."""
@@ -416,7 +578,7 @@ class Record:
         rec = Recording(path=path, live=True)
         config = vcr.VCR(
             decode_compressed_response=True,
-            before_record_request=_scrub_request,
+            before_record_request=_scrubber(self.redact),
             before_record_response=_scrub_response,
         )
         with config.use_cassette(
@@ -438,6 +600,8 @@ Backend = Replay | Record
 """How a session reaches its model: chosen once from the settings, handed to the runtime."""
 
 
-def backend_for(live: bool) -> Backend:
+def backend_for(
+    live: bool, *, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
+) -> Backend:
     """The backend a session uses: recording with ``--live``, else replay."""
-    return Record() if live else Replay()
+    return Record(redact) if live else Replay(max_bytes, redact)

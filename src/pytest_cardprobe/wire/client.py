@@ -8,9 +8,10 @@ small set of exceptions, so later stages never see HTTP. ``httpx`` is imported l
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_cardprobe.types import ChatReply, ChatRequest, ToolCall
@@ -20,6 +21,29 @@ if TYPE_CHECKING:
 
 APIS = ("ollama", "openai")
 
+# Query parameters that carry credentials (``?key=``, ``api_key``, ``access_token``, ``sig``).
+_SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.I)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without ``user:password@`` and without secret-looking query parameters.
+
+    Every URL the plugin records or shows goes through here: a server URL typed with
+    credentials must not reach a cassette, a terminal, a CI log or a report.
+    """
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return "<unparsable URL>"
+    kept = [(k, v) for k, v in query if not _SECRET_PARAM.search(k)]
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(kept), parts.fragment)
+    )
+
 
 class ClientError(Exception):
     """Base of every failure the client reports."""
@@ -27,6 +51,10 @@ class ClientError(Exception):
 
 class InfraError(ClientError):
     """Server error, timeout or refused connection: never the model's fault; retried."""
+
+
+class Unreachable(InfraError):
+    """Nothing answered at the server's address (connection refused, unknown host)."""
 
 
 class ModelNotFound(ClientError):
@@ -41,10 +69,169 @@ class RequestRejected(ClientError):
     """Any other 4xx: the request itself is wrong."""
 
 
+# --------------------------------------------------------------------------- reply shapes
+#
+# A reply is checked against the shape of the API it came from before anything reads it:
+# live, a wrong shape is an infra error (the server misbehaved); replayed, the cassette is
+# corrupt. Either way the judge never sees garbage and no parser meets a type it did not
+# expect (a ``message`` that is a string, a ``content`` that is a number).
+
+#: JSON nested deeper than this is refused before ``json.loads`` could hit the recursion limit.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+CHAT_PATHS = {"/api/chat": "ollama", "/v1/chat/completions": "openai"}
+
+
+def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when JSON ``text`` opens more than ``limit`` arrays/objects at once (linear)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def load_json(text: str) -> Any:
+    """``json.loads`` that refuses deep nesting and non-finite numbers with ValueError."""
+    if too_deep(text):
+        raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    return json.loads(text, parse_constant=constant)
+
+
+def _type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "a number"
+    return names.get(type(value), type(value).__name__)
+
+
+def _message_problem(message: Any, where: str, api: str, stream: bool) -> str | None:
+    if not isinstance(message, dict):
+        return f"{where} is {_type(message)}, not an object"
+    for key in ("role", "content", "thinking", "reasoning_content"):
+        value = message.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{where}.{key} is {_type(value)}, not a string"
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        return f"{where}.tool_calls is {_type(calls)}, not a list"
+    for index, call in enumerate(calls):
+        at = f"{where}.tool_calls[{index}]"
+        if not isinstance(call, dict):
+            return f"{at} is {_type(call)}, not an object"
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            return f"{at}.function is {_type(fn)}, not an object"
+        name = fn.get("name")
+        # A streamed OpenAI call sends its name once; later fragments carry only arguments.
+        if not isinstance(name, str) and not (stream and api == "openai" and name is None):
+            return f"{at}.function.name is {_type(name)}, not a string"
+        arguments = fn.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict | str):
+            return f"{at}.function.arguments is {_type(arguments)}, not an object or a string"
+        if stream and api == "openai" and not isinstance(call.get("index", 0), int):
+            return f"{at}.index is {_type(call.get('index'))}, not an integer"
+    return None
+
+
+def _ollama_chunk_problem(chunk: Any, where: str, stream: bool) -> str | None:
+    if not isinstance(chunk, dict):
+        return f"{where} is {_type(chunk)}, not an object"
+    if isinstance(chunk.get("error"), str) and stream:
+        return None  # an error line: the client turns it into infra
+    if "message" not in chunk:
+        return f"{where} has no message"
+    done = chunk.get("done")
+    if done is not None and not isinstance(done, bool):
+        return f"{where}.done is {_type(done)}, not true or false"
+    reason = chunk.get("done_reason")
+    if reason is not None and not isinstance(reason, str):
+        return f"{where}.done_reason is {_type(reason)}, not a string"
+    return _message_problem(chunk["message"], f"{where}.message", "ollama", stream)
+
+
+def _openai_chunk_problem(chunk: Any, where: str, stream: bool) -> str | None:
+    if not isinstance(chunk, dict):
+        return f"{where} is {_type(chunk)}, not an object"
+    if "error" in chunk and stream:
+        return None
+    choices = chunk.get("choices")
+    if not isinstance(choices, list) or (not stream and not choices):
+        return f"{where}.choices is {_type(choices)}, not a non-empty list"
+    part = "delta" if stream else "message"
+    for index, choice in enumerate(choices):
+        at = f"{where}.choices[{index}]"
+        if not isinstance(choice, dict):
+            return f"{at} is {_type(choice)}, not an object"
+        reason = choice.get("finish_reason")
+        if reason is not None and not isinstance(reason, str):
+            return f"{at}.finish_reason is {_type(reason)}, not a string"
+        if part not in choice:
+            if stream:
+                continue  # a closing chunk may carry only finish_reason
+            return f"{at} has no message"
+        problem = _message_problem(choice[part], f"{at}.{part}", "openai", stream)
+        if problem:
+            return problem
+    return None
+
+
+def reply_problem(api: str, stream: bool, text: str) -> str | None:
+    """What is wrong with a 2xx chat reply body for ``api``, or None when it has the shape.
+
+    ``stream`` replies are NDJSON lines (Ollama) or SSE ``data:`` events (OpenAI).
+    """
+    if not stream:
+        try:
+            body = load_json(text)
+        except ValueError as exc:
+            return f"reply is not JSON: {exc}"
+        if api == "openai":
+            return _openai_chunk_problem(body, "reply", False)
+        return _ollama_chunk_problem(body, "reply", False)
+    count = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if api == "openai":
+            if not line.startswith("data:"):
+                continue
+            line = line[5:].strip()
+            if line == "[DONE]":
+                continue
+        elif not line.strip():
+            continue
+        count += 1
+        try:
+            chunk = load_json(line)
+        except ValueError as exc:
+            return f"stream line {number} is not JSON: {exc}"
+        check = _openai_chunk_problem if api == "openai" else _ollama_chunk_problem
+        problem = check(chunk, f"stream line {number}", True)
+        if problem:
+            return problem
+    if not count:
+        return "stream holds no events"
+    return None
+
+
 def _error_message(response: httpx.Response) -> str:
     """The server's own error text, from Ollama's or OpenAI's error shape."""
     try:
-        body = response.json()
+        body = load_json(response.text)
     except ValueError:
         return response.text.strip()[:300] or f"HTTP {response.status_code}"
     if isinstance(body, dict):
@@ -65,10 +252,11 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
     lowered = message.lower()
     where = response.request.url.netloc.decode("ascii", "replace")
     if status >= 500 or status == 429:
-        return InfraError(f"HTTP {status} from {response.request.url}: {message}")
+        return InfraError(f"HTTP {status} from {redact_url(str(response.request.url))}: {message}")
     if status == 404 and "page not found" in lowered:
         return RequestRejected(
-            f"HTTP 404 from {response.request.url}: {message} — is the server URL or --api right?"
+            f"HTTP 404 from {redact_url(str(response.request.url))}: {message} — "
+            "is the server URL or --api right?"
         )
     if status == 404 and ("not found" in lowered or "does not exist" in lowered):
         return ModelNotFound(f"model {model!r} not found on {where}: {message}")
@@ -77,28 +265,49 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
     return RequestRejected(f"HTTP {status}: {message}")
 
 
-def _decode_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
+def _decode_arguments(value: Any, object_expected: bool) -> tuple[dict[str, Any], str | None, bool]:
+    """Arguments as an object, an error, and whether they came as a JSON string where the
+    wire promises an object (``object_expected``: Ollama) or as a string holding another
+    JSON string (double-encoded, seen from OpenAI-compatible servers)."""
     if isinstance(value, dict):
-        return value, None
+        return value, None, False
     if isinstance(value, str):
         try:
             decoded = json.loads(value)
         except ValueError as exc:
-            return {}, f"arguments are not valid JSON: {exc}"
+            return {}, f"arguments are not valid JSON: {exc}", False
+        as_string = object_expected
+        if isinstance(decoded, str):
+            try:
+                decoded = json.loads(decoded)
+            except ValueError:
+                return {}, "arguments decode to str, not an object", False
+            as_string = True
         if isinstance(decoded, dict):
-            return decoded, None
-        return {}, f"arguments decode to {type(decoded).__name__}, not an object"
-    return {}, f"arguments have type {type(value).__name__}"
+            return decoded, None, as_string
+        return {}, f"arguments decode to {type(decoded).__name__}, not an object", False
+    return {}, f"arguments have type {type(value).__name__}", False
 
 
-def _tool_call(entry: Any) -> ToolCall | None:
+def _tool_call(entry: Any, object_expected: bool = False) -> ToolCall | None:
     if not isinstance(entry, dict):
         return None
     fn = entry.get("function")
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         return None
-    arguments, error = _decode_arguments(fn.get("arguments", {}))
-    return ToolCall(fn["name"], arguments, error)
+    arguments, error, as_string = _decode_arguments(fn.get("arguments", {}), object_expected)
+    call_id = entry.get("id")
+    return ToolCall(
+        fn["name"],
+        arguments,
+        error,
+        id=call_id if isinstance(call_id, str) else None,
+        arguments_as_string=as_string,
+    )
+
+
+def _ollama_call(entry: Any) -> ToolCall | None:
+    return _tool_call(entry, object_expected=True)
 
 
 def parse_ollama_reply(body: dict[str, Any]) -> ChatReply:
@@ -108,7 +317,7 @@ def parse_ollama_reply(body: dict[str, Any]) -> ChatReply:
         # done:false: not a finished turn, so not model behaviour to judge.
         raise InfraError("reply ended with done:false (the server stopped before finishing)")
     message = body.get("message") or {}
-    calls = [c for c in map(_tool_call, message.get("tool_calls") or []) if c]
+    calls = [c for c in map(_ollama_call, message.get("tool_calls") or []) if c]
     return ChatReply(
         content=message.get("content") or "",
         thinking=message.get("thinking") or "",
@@ -140,7 +349,7 @@ def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
         message = chunk.get("message") or {}
         content.append(message.get("content") or "")
         thinking.append(message.get("thinking") or "")
-        calls.extend(c for c in map(_tool_call, message.get("tool_calls") or []) if c)
+        calls.extend(c for c in map(_ollama_call, message.get("tool_calls") or []) if c)
         last = chunk
     if not last.get("done"):
         raise InfraError(f"stream ended after {chunks} chunks without done:true")
@@ -173,6 +382,7 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
     content: list[str] = []
     thinking: list[str] = []
     names: dict[int, str] = {}
+    ids: dict[int, str] = {}
     fragments: dict[int, list[str]] = {}
     finish: str | None = None
     chunks = 0
@@ -203,6 +413,8 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
             for part in delta.get("tool_calls") or []:
                 index = int(part.get("index", 0))
                 fn = part.get("function") or {}
+                if isinstance(part.get("id"), str) and part["id"]:
+                    ids.setdefault(index, part["id"])
                 if fn.get("name"):
                     names[index] = names.get(index, "") + fn["name"]
                 fragments.setdefault(index, []).append(fn.get("arguments") or "")
@@ -211,8 +423,17 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
         raise InfraError(f"SSE stream ended after {chunks} events without [DONE]")
     calls = []
     for index in sorted(set(names) | set(fragments)):
-        arguments, error = _decode_arguments("".join(fragments.get(index, [])) or "{}")
-        calls.append(ToolCall(names.get(index, ""), arguments, error))
+        joined = "".join(fragments.get(index, [])) or "{}"
+        arguments, error, as_string = _decode_arguments(joined, object_expected=False)
+        calls.append(
+            ToolCall(
+                names.get(index, ""),
+                arguments,
+                error,
+                id=ids.get(index),
+                arguments_as_string=as_string,
+            )
+        )
     return ChatReply(
         content="".join(content),
         thinking="".join(thinking),
@@ -234,6 +455,7 @@ class ClientSettings:
     backoff: float = 0.5
     keep_alive: str = "10m"
     api_key: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 # Stands in for the network in replay: (method, path, JSON body text) -> (status, body).
@@ -262,6 +484,8 @@ class ChatClient:
         """
         self.settings = settings
         self._sleep = sleep
+        self.unreachable: str | None = None
+        self.shown_url = redact_url(settings.base_url)
         self._player = player
         self._client: httpx.Client | None = None
 
@@ -271,9 +495,15 @@ class ChatClient:
             import httpx
 
             s = self.settings
-            headers = {"Authorization": f"Bearer {s.api_key}"} if s.api_key else {}
+            headers = dict(s.headers)
+            if s.api_key:
+                headers["Authorization"] = f"Bearer {s.api_key}"
+            # A query in the server URL (``?key=...`` for a gateway) goes on every request;
+            # httpx would glue it into the path if it stayed in the base URL.
+            base, _, query = s.base_url.partition("?")
             self._client = httpx.Client(
-                base_url=s.base_url.rstrip("/"),
+                base_url=base.rstrip("/"),
+                params=httpx.QueryParams(query) if query else None,
                 timeout=httpx.Timeout(s.timeout, connect=min(10.0, s.timeout)),
                 headers=headers,
             )
@@ -299,8 +529,11 @@ class ChatClient:
                 body["temperature"] = opts.pop("temperature")
             if "num_predict" in opts:
                 body["max_tokens"] = opts.pop("num_predict")
-            if "seed" in opts:
-                body["seed"] = opts.pop("seed")
+            # These have no Ollama equivalent in ``options`` but are part of the OpenAI
+            # request; a suite or the adjust hook sets them through the options.
+            for key in ("seed", "stop", "tool_choice"):
+                if key in opts:
+                    body[key] = opts.pop(key)
             fmt = opts.pop("format", None)
             if fmt == "json":
                 body["response_format"] = {"type": "json_object"}
@@ -328,8 +561,18 @@ class ChatClient:
         return "/api/chat", body
 
     def chat(self, request: ChatRequest) -> ChatReply:
-        """Ask once; retry infra failures a bounded number of times with backoff."""
+        """Ask once; retry infra failures a bounded number of times with backoff.
+
+        A server that could not be reached on any attempt is not asked again in this
+        session: every later call fails at once instead of spending the retries again (a
+        suite against a stopped server ends in seconds, not minutes).
+        """
+        if self.unreachable:
+            raise InfraError(
+                f"not asked again (unreachable earlier in this run): {self.unreachable}"
+            )
         last: InfraError | None = None
+        refused = 0
         for attempt in range(self.settings.retries + 1):
             if attempt:
                 self._sleep(self.settings.backoff * 2 ** (attempt - 1))
@@ -337,8 +580,12 @@ class ChatClient:
                 return self._chat_once(request)
             except InfraError as exc:
                 last = exc
+                refused += isinstance(exc, Unreachable)
         assert last is not None
-        raise InfraError(f"{last} (after {self.settings.retries + 1} attempts)")
+        if refused == self.settings.retries + 1:
+            self.unreachable = str(last)
+        # The count first: labels are cut to one line, and it says retries were made.
+        raise InfraError(f"after {self.settings.retries + 1} attempts: {last}")
 
     def _chat_once(self, request: ChatRequest) -> ChatReply:
         path, body = self.payload(request)
@@ -346,24 +593,38 @@ class ChatClient:
             return self._played(request, path, body, self._player)
         import httpx
 
+        timeout = self.settings.timeout
         try:
-            response = self._http.post(path, json=body)
+            status, content, sent = self._post(path, body, time.monotonic() + timeout)
         except httpx.TimeoutException as exc:
-            raise InfraError(f"timed out after {self.settings.timeout:g}s: {exc!r}") from exc
+            raise InfraError(f"timed out after {timeout:g}s: {exc!r}") from exc
+        except httpx.RemoteProtocolError as exc:
+            raise InfraError(f"broken reply from {self.shown_url}: {exc!r}") from exc
+        except httpx.ConnectError as exc:
+            raise Unreachable(f"cannot reach {self.shown_url}: {exc!r}") from exc
         except httpx.TransportError as exc:
-            raise InfraError(f"cannot reach {self.settings.base_url}: {exc!r}") from exc
-        if response.status_code >= 400:
-            raise classify_http_error(response, request.model)
-        return self._reply_of(response.text)
+            raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
+        if status >= 400:
+            raise classify_http_error(
+                httpx.Response(status, content=content, request=sent), request.model
+            )
+        text = content.decode("utf-8", "replace")
+        problem = reply_problem(self.settings.api, self.settings.stream, text)
+        if problem:
+            # Not model behaviour: a server (or proxy) that sent something else than a reply.
+            raise InfraError(f"malformed reply: {problem}: {text[:120]!r}")
+        return self._reply_of(text)
 
     def _played(
         self, request: ChatRequest, path: str, body: dict[str, Any], player: Player
     ) -> ChatReply:
+        # The reply's shape was checked when the cassette was read (cassettes.read_cassette
+        # runs reply_problem on every recorded 2xx chat reply), so it is not parsed twice.
         status, content = player("POST", path, json_body(body))
         if status >= 400:
             import httpx
 
-            url = self.settings.base_url.rstrip("/") + path
+            url = redact_url(self.settings.base_url.partition("?")[0]).rstrip("/") + path
             response = httpx.Response(
                 status, content=content, request=httpx.Request("POST", url, json=body)
             )
@@ -387,6 +648,27 @@ class ChatClient:
             return parse_openai_reply(data)
         return parse_ollama_reply(data)
 
+    def _post(
+        self, path: str, body: dict[str, Any], deadline: float
+    ) -> tuple[int, bytes, httpx.Request]:
+        """POST and read the whole reply by ``deadline``.
+
+        httpx's timeout bounds each read, so a server that drips a byte at a time would
+        never time out; the deadline bounds the whole reply.
+        """
+        import httpx
+
+        with self._http.stream("POST", path, json=body) as response:
+            chunks: list[bytes] = []
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(
+                        f"the reply was still arriving after {self.settings.timeout:g}s",
+                        request=response.request,
+                    )
+            return response.status_code, b"".join(chunks), response.request
+
     def capabilities(self, model: str) -> list[str] | None:
         """Ollama ``/api/show`` capabilities of ``model``; ``None`` when the server cannot say."""
         import httpx
@@ -396,8 +678,12 @@ class ChatClient:
         try:
             response = self._http.post("/api/show", json={"model": model})
         except httpx.HTTPError as exc:
-            raise InfraError(f"cannot reach {self.settings.base_url}: {exc!r}") from exc
+            raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
         if response.status_code >= 400:
             raise classify_http_error(response, model)
-        caps = response.json().get("capabilities")
+        try:
+            body = load_json(response.text)
+        except ValueError as exc:
+            raise InfraError(f"/api/show reply is not JSON: {exc}") from None
+        caps = body.get("capabilities") if isinstance(body, dict) else None
         return [str(c) for c in caps] if isinstance(caps, list) else None

@@ -1,0 +1,126 @@
+"""Secrets never reach a cassette, the terminal or a report (issue 14).
+
+A run records through the plugin against the real Ollama with a credential in every place
+one can travel: custom auth headers, a bearer token, ``user:password@`` and ``?key=`` /
+``access_token=`` in the server URL, and an ``api_key`` that a hook puts into the request
+body. Then every file the run wrote, and everything it printed, is searched for them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_faults_live import live_lock
+
+pytestmark = pytest.mark.live
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRETS = {
+    "X-Auth": "sekrit-xauth-4411",
+    "X-Access-Key": "sekrit-accesskey-4412",
+    "Ocp-Apim-Subscription-Key": "sekrit-apim-4413",
+    "OpenAI-Organization": "sekrit-org-4414",
+}
+BEARER = "sekrit-bearer-4415"
+PASSWORD = "sekrit-password-4416"
+QUERY_KEY = "sekrit-querykey-4417"
+ACCESS_TOKEN = "sekrit-accesstoken-4418"
+BODY_KEY = "sekrit-bodykey-4419"
+ALL = [*SECRETS.values(), BEARER, PASSWORD, QUERY_KEY, ACCESS_TOKEN, BODY_KEY]
+
+HOOK = f'''
+def pytest_cardprobe_adjust_request(request, probe, config):
+    request.options["api_key"] = "{BODY_KEY}"
+'''
+
+
+def secret_url(base: str) -> str:
+    parts = urllib.parse.urlsplit(base)
+    query = urllib.parse.urlencode({"key": QUERY_KEY, "access_token": ACCESS_TOKEN})
+    return f"{parts.scheme}://probe-user:{PASSWORD}@{parts.netloc}/?{query}"
+
+
+def written_text(root: Path) -> str:
+    """Everything under ``root`` (cassettes, reports, hidden files too), as text."""
+    chunks = []
+    for path in root.rglob("*"):
+        if path.is_file() and path.name != "conftest.py":  # the hook holds the body key
+            chunks.append(f"--- {path}\n" + path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+def run_with_secrets(
+    pytester: pytest.Pytester, server: str, *args: str
+) -> tuple[pytest.RunResult, str]:
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "cases",
+        "--live",
+        "--server",
+        server,
+        "-k",
+        "date",
+        "--channel",
+        "prose",
+        "--condition",
+        "cold",
+        "--samples",
+        "1",
+        "--cardprobe-json=out/report.json",
+        "--cardprobe-md=out/report.md",
+        "--junitxml=out/junit.xml",
+        "-rA",
+        *args,
+    )
+    return result, result.stdout.str() + result.stderr.str()
+
+
+def test_no_secret_reaches_a_cassette_the_terminal_or_a_report(
+    pytester: pytest.Pytester, real_ollama: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(ROOT / "cases", pytester.path / "cases")
+    suite = pytester.path / "cases" / "cards.yaml"
+    suite.write_text(suite.read_text().replace("num_predict: 512", "num_predict: 16"))
+    headers = "\n    ".join(f"{name}: ${{SECRET_{i}}}" for i, name in enumerate(SECRETS))
+    for i, value in enumerate(SECRETS.values()):
+        monkeypatch.setenv(f"SECRET_{i}", value)
+    monkeypatch.setenv("CARDPROBE_API_KEY", BEARER)
+    pytester.makeini(
+        f"[pytest]\ncardprobe_models = {real_ollama.model}\ncardprobe_retries = 0\n"
+        f"cardprobe_headers =\n    {headers}\n"
+    )
+    pytester.makeconftest(HOOK)
+
+    with live_lock():
+        recorded, printed = run_with_secrets(pytester, secret_url(real_ollama.base_url))
+    assert recorded.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), printed
+    (cassette,) = (pytester.path / "cassettes").rglob("*.yaml")
+    data = yaml.safe_load(cassette.read_text())
+    (interaction,) = data["interactions"]
+    assert interaction["response"]["status"]["code"] == 200  # the call went through
+    assert set(interaction["request"]["headers"]) <= {"content-type"}
+    assert set(interaction["response"]["headers"]) <= {"content-type"}
+    assert "[redacted]" in interaction["request"]["body"]
+
+    # The same secrets towards a port where nothing listens: the error names the server.
+    refused, refused_printed = run_with_secrets(
+        pytester, secret_url("http://127.0.0.1:9"), "--cardprobe-json=out/refused.json"
+    )
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED, refused_printed
+    assert "cannot reach http://127.0.0.1:9/" in refused_printed, refused_printed
+
+    everything = "\n".join([printed, refused_printed, written_text(pytester.path)])
+    for secret in ALL:
+        assert secret not in everything, f"{secret} leaked"
+    assert "probe-user" not in everything
+    assert (pytester.path / "out" / "report.json").exists()
+    assert (pytester.path / "out" / "report.md").exists()
+    assert (pytester.path / "out" / "junit.xml").exists()
+    assert os.environ.get("CARDPROBE_API_KEY") == BEARER

@@ -1,0 +1,1010 @@
+"""Hostile input (issue 14): every bad suite, tool declaration, cassette, option, ini key,
+baseline and report path ends in a clear message naming the file (and the key or line), with
+no traceback, nothing written outside the project, and the user's cassettes and baseline
+left byte for byte as they were.
+
+Each row of ``HOSTILE`` is one input. The project is a copy of the shipped suite, cassettes
+and baseline in ``<tmp>/proj``; ``<tmp>/outside`` stands for the rest of the disk.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_DIR = "cassettes/cards/smollm2%3A135m"
+ONE = ("cases", "-k", "date and prose and cold")
+USAGE = pytest.ExitCode.USAGE_ERROR
+FAILED = pytest.ExitCode.TESTS_FAILED
+OK = pytest.ExitCode.OK
+
+Arrange = Callable[[Path], Any]
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """One bad input: how to make it, how to run, and what the user must see."""
+
+    id: str
+    arrange: Arrange
+    exit: int
+    said: tuple[str, ...]
+    args: tuple[str, ...] = ONE
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- arrangers
+
+
+def edit(path: str, old: str, new: str) -> Arrange:
+    """Replace ``old`` (which must be there) by ``new`` in a project file."""
+
+    def arrange(root: Path) -> None:
+        file = root / path
+        text = file.read_text(encoding="utf-8")
+        assert old in text, (path, old)
+        file.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    return arrange
+
+
+def suite(old: str, new: str) -> Arrange:
+    return edit("cases/cards.yaml", old, new)
+
+
+def write(path: str, data: bytes | str) -> Arrange:
+    def arrange(root: Path) -> None:
+        file = root / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+
+    return arrange
+
+
+def both(*steps: Arrange) -> Arrange:
+    def arrange(root: Path) -> None:
+        for step in steps:
+            step(root)
+
+    return arrange
+
+
+def prompt_path(value: str) -> Arrange:
+    return suite("prose: prompts/prose.md", f"prose: {json.dumps(value)}")
+
+
+def replace_prompt(make: Callable[[Path], None]) -> Arrange:
+    """Turn ``cases/prompts/prose.md`` into something else."""
+
+    def arrange(root: Path) -> None:
+        target = root / "cases" / "prompts" / "prose.md"
+        target.unlink()
+        make(target)
+
+    return arrange
+
+
+def symlink(to: str) -> Callable[[Path], None]:
+    return lambda target: target.symlink_to(to)
+
+
+def cassette_file(case: str = "date", channel: str = "prose", cond: str = "cold") -> str:
+    return f"{MODEL_DIR}/{case}-{channel}-{cond}.yaml"
+
+
+def cassette(change: Callable[[dict[str, Any]], None], name: str | None = None) -> Arrange:
+    """Edit the loaded cassette document and write it back as YAML."""
+
+    def arrange(root: Path) -> None:
+        path = root / (name or cassette_file())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        change(data)
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+    return arrange
+
+
+def reply(change: Callable[[dict[str, Any]], Any], name: str | None = None) -> Arrange:
+    """Edit the first recorded reply body (parsed JSON); a returned value replaces it."""
+
+    def body(data: dict[str, Any]) -> None:
+        response = data["interactions"][0]["response"]
+        parsed = json.loads(response["body"]["string"])
+        replaced = change(parsed)
+        response["body"]["string"] = json.dumps(parsed if replaced is None else replaced)
+
+    return cassette(body, name)
+
+
+def set_in(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        for key in path[:-1]:
+            doc = doc[key]
+        doc[path[-1]] = value
+
+    return change
+
+
+def drop(key: str) -> Callable[[dict[str, Any]], None]:
+    return lambda doc: doc.pop(key)
+
+
+def response_field(key: str, value: Any) -> Arrange:
+    def change(data: dict[str, Any]) -> None:
+        data["interactions"][0]["response"][key] = value
+
+    return cassette(change)
+
+
+def baseline(change: Callable[[dict[str, Any]], Any]) -> Arrange:
+    def arrange(root: Path) -> None:
+        path = root / "cardprobe-baseline.json"
+        data = json.loads(path.read_text())
+        replaced = change(data)
+        path.write_text(json.dumps(data if replaced is None else replaced))
+
+    return arrange
+
+
+ARM = "cards/smollm2:135m/prose/cold"
+
+
+def arm(change: Callable[[dict[str, Any]], None]) -> Arrange:
+    return baseline(lambda data: change(data["arms"][ARM]))
+
+
+def ini(*lines: str) -> Arrange:
+    return write("pytest.ini", "[pytest]\ncardprobe_models = smollm2:135m\n" + "\n".join(lines))
+
+
+def mkdir(path: str) -> Arrange:
+    return lambda root: (root / path).mkdir(parents=True, exist_ok=True)
+
+
+def fifo(path: str) -> Arrange:
+    return lambda root: os.mkfifo(root / path)
+
+
+def second_suite(name_line: str) -> Arrange:
+    """A second suite file, a copy of the shipped one with its name line replaced."""
+
+    def arrange(root: Path) -> None:
+        text = (root / "cases" / "cards.yaml").read_text()
+        (root / "cases" / "other.yaml").write_text(text.replace("name: cards", name_line))
+
+    return arrange
+
+
+def deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+BIG = 11 * 1024 * 1024
+UTF16 = codecs.BOM_UTF16_LE + "cardprobe: 1\nname: x\n".encode("utf-16-le")
+
+
+HOSTILE: list[Hostile] = [
+    # ---------------------------------------------------------------- suites: containment
+    Hostile(
+        "suite-name-traversal",
+        suite("name: cards", "name: ../../outside/x"),
+        FAILED,
+        ("not recorded", "%2E.%2F..%2Foutside%2Fx"),
+    ),
+    Hostile(
+        "suite-name-absolute",
+        suite("name: cards", "name: /tmp/cardprobe-hostile"),
+        FAILED,
+        ("not recorded", "%2Ftmp%2Fcardprobe-hostile"),
+    ),
+    Hostile("suite-name-dotdot", suite("name: cards", "name: '..'"), FAILED, ("%2E.",)),
+    Hostile(
+        "suite-name-empty",
+        suite("name: cards", "name: ''"),
+        USAGE,
+        ("cards.yaml:7: name:", "non-empty"),
+    ),
+    Hostile(
+        "two-suites-one-name",
+        second_suite("name: cards"),
+        USAGE,
+        ("other.yaml", "cards.yaml", "already used"),
+    ),
+    Hostile(
+        "prompt-etc-passwd",
+        prompt_path("../../../../../../../../etc/passwd"),
+        USAGE,
+        ("cards.yaml:19: prompts.prose", "outside the project"),
+    ),
+    Hostile(
+        "prompt-absolute",
+        prompt_path("/etc/hostname"),
+        USAGE,
+        ("prompts.prose", "outside the project"),
+    ),
+    Hostile(
+        "prompt-outside-sibling",
+        prompt_path("../../outside/secret.txt"),
+        USAGE,
+        ("prompts.prose", "outside the project"),
+    ),
+    Hostile(
+        "prompt-symlink-outside",
+        replace_prompt(symlink("/etc/hostname")),
+        USAGE,
+        ("prompts.prose", "outside the project"),
+    ),
+    Hostile(
+        "prompt-dev-zero",
+        replace_prompt(symlink("/dev/zero")),
+        USAGE,
+        ("prompts.prose", "outside the project"),
+    ),
+    Hostile(
+        "prompt-fifo", replace_prompt(os.mkfifo), USAGE, ("prompts.prose", "prose.md is a FIFO")
+    ),
+    Hostile(
+        "prompt-directory",
+        replace_prompt(lambda t: t.mkdir()),
+        USAGE,
+        ("prompts.prose", "prose.md is a directory"),
+    ),
+    Hostile(
+        "prompt-dangling-symlink",
+        replace_prompt(symlink("gone.md")),
+        USAGE,
+        ("prompts.prose", "prose.md is a dangling symbolic link"),
+    ),
+    Hostile(
+        "prompt-too-large",
+        write("cases/prompts/prose.md", b"a" * BIG),
+        USAGE,
+        ("prompts.prose", "prose.md is larger than the 10 MB cap", "cardprobe_max_file_mb"),
+    ),
+    Hostile(
+        "prompt-utf16",
+        write("cases/prompts/prose.md", codecs.BOM_UTF16_LE + "hi".encode("utf-16-le")),
+        USAGE,
+        ("prompts.prose", "prose.md", "UTF-16"),
+    ),
+    Hostile(
+        "prompt-latin1",
+        write("cases/prompts/prose.md", "caf\xe9".encode("latin-1")),
+        USAGE,
+        ("prompts.prose", "prose.md", "not UTF-8"),
+    ),
+    Hostile("prompt-empty", write("cases/prompts/prose.md", ""), USAGE, ("prompts.prose", "empty")),
+    Hostile("prompt-nul", prompt_path("prose.md\x00x"), USAGE, ("prompts.prose",)),
+    # ---------------------------------------------------------------- suites: not silently skipped
+    Hostile(
+        "suite-yaml-syntax",
+        suite("channels: [prose, tool, retry]", "channels: [prose, tool, retry"),
+        USAGE,
+        ("cards.yaml:", "invalid YAML"),
+    ),
+    Hostile(
+        "suite-top-level-list",
+        write("cases/list.yaml", "- cardprobe: 1\n  name: x\n"),
+        USAGE,
+        ("list.yaml:1", "expected a mapping"),
+    ),
+    Hostile(
+        "suite-utf16-bom",
+        write("cases/wide.yaml", UTF16),
+        USAGE,
+        ("wide.yaml", "UTF-16", "save it as UTF-8"),
+    ),
+    Hostile(
+        "suite-utf16-no-bom",
+        write("cases/wide.yaml", "cardprobe: 1\n".encode("utf-16-le")),
+        USAGE,
+        ("wide.yaml", "not UTF-8", "NUL bytes", "UTF-16"),
+    ),
+    Hostile(
+        "suite-latin1",
+        write("cases/latin.yaml", "cardprobe: 1\nname: caf\xe9\n".encode("latin-1")),
+        USAGE,
+        ("latin.yaml:2", "not UTF-8"),
+    ),
+    Hostile(
+        "suite-upper-suffix",
+        write("cases/suite.YAML", "cardprobe: 1\nname: [\n"),
+        USAGE,
+        ("suite.YAML", "invalid YAML"),
+    ),
+    Hostile(
+        "suite-yml-mixed-case",
+        write("cases/suite.Yml", "cardprobe: 2\n"),
+        USAGE,
+        ("suite.Yml:1: cardprobe", "unsupported suite format version"),
+    ),
+    Hostile(
+        "suite-tab-indent",
+        write("cases/tab.yaml", "cardprobe: 1\ncases:\n\t- id: x\n"),
+        USAGE,
+        ("tab.yaml:3", "invalid YAML"),
+    ),
+    Hostile(
+        "suite-bom-accepted",
+        lambda root: (root / "cases" / "cards.yaml").write_bytes(
+            codecs.BOM_UTF8 + (root / "cases" / "cards.yaml").read_bytes()
+        ),
+        OK,
+        (),
+    ),
+    Hostile(
+        "suite-python-tag",
+        write("cases/tag.yaml", "cardprobe: 1\nname: !!python/object:os.system x\n"),
+        USAGE,
+        ("tag.yaml:2", "name"),
+    ),
+    Hostile(
+        "suite-alias-bomb",
+        write(
+            "cases/bomb.yaml",
+            "cardprobe: 1\n"
+            + "".join(
+                f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9 if i else ["x"] * 9) + "]\n"
+                for i in range(9)
+            ),
+        ),
+        USAGE,
+        ("bomb.yaml", "alias bomb"),
+    ),
+    Hostile(
+        "suite-deep-nesting",
+        write("cases/deep.yaml", "cardprobe: 1\noptions: " + deep(5000) + "\n"),
+        USAGE,
+        ("deep.yaml",),
+    ),
+    Hostile(
+        "suite-too-large",
+        write("cases/big.yaml", "cardprobe: 1\n" + "# x\n" * (BIG // 4)),
+        USAGE,
+        ("big.yaml", "larger than the 10 MB cap"),
+    ),
+    # ---------------------------------------------------------------- suites: bounds
+    Hostile(
+        "samples-billion",
+        suite("samples: 2", "samples: 1000000000"),
+        USAGE,
+        ("cards.yaml:14: samples", "more than the limit of 100"),
+    ),
+    Hostile(
+        "samples-101",
+        suite("samples: 2", "samples: 101"),
+        USAGE,
+        ("cards.yaml:14: samples", "cardprobe_max_samples"),
+    ),
+    Hostile("samples-zero", suite("samples: 2", "samples: 0"), USAGE, ("cards.yaml:14: samples",)),
+    Hostile(
+        "options-nan",
+        suite("num_predict: 512", "num_predict: .nan"),
+        USAGE,
+        ("cards.yaml:24: options.num_predict", "not a finite number"),
+    ),
+    Hostile(
+        "options-inf",
+        suite("num_predict: 512", "temperature: .inf"),
+        USAGE,
+        ("options.temperature", "not a finite number"),
+    ),
+    Hostile(
+        "options-nested-neg-inf",
+        suite("num_predict: 512", "stop: [-.inf]"),
+        USAGE,
+        ("options.stop[0]", "not a finite number"),
+    ),
+    Hostile(
+        "tool-parameter-nan",
+        suite("type: string\n", "type: string\n                minimum: .nan\n"),
+        USAGE,
+        ("tool.function.parameters", "not a finite number"),
+    ),
+    Hostile(
+        "tool-name-traversal",
+        suite("name: render_adaptive_card", "name: ../../x"),
+        USAGE,
+        ("tool.function.name",),
+    ),
+    Hostile(
+        "case-id-dotdot",
+        suite("- id: date", "- id: '..'"),
+        FAILED,
+        ("%2E.-prose-cold",),
+        ("cases", "-k", "prose and cold"),
+    ),
+    # ---------------------------------------------------------------- cassettes
+    Hostile(
+        "cassette-message-string",
+        reply(set_in(("message",), "hello")),
+        FAILED,
+        (f"corrupt cassette {cassette_file()}: interaction 1: reply.message is a string",),
+    ),
+    Hostile(
+        "cassette-content-number",
+        reply(set_in(("message", "content"), 42)),
+        FAILED,
+        (
+            "corrupt cassette",
+            "date-prose-cold.yaml: interaction 1",
+            "reply.message.content is a number",
+        ),
+    ),
+    Hostile(
+        "cassette-no-message",
+        reply(drop("message")),
+        FAILED,
+        ("date-prose-cold.yaml: interaction 1: reply has no message",),
+    ),
+    Hostile(
+        "cassette-reply-a-list",
+        reply(lambda body: [body]),
+        FAILED,
+        ("interaction 1: reply is a list",),
+    ),
+    Hostile(
+        "cassette-tool-calls-object",
+        reply(set_in(("message", "tool_calls"), {"a": 1})),
+        FAILED,
+        ("interaction 1: reply.message.tool_calls is an object, not a list",),
+    ),
+    Hostile(
+        "cassette-arguments-number",
+        reply(
+            set_in(
+                ("message", "tool_calls"),
+                [{"function": {"name": "render_adaptive_card", "arguments": 7}}],
+            )
+        ),
+        FAILED,
+        ("tool_calls[0].function.arguments is a number",),
+    ),
+    Hostile(
+        "cassette-done-string", reply(set_in(("done",), "yes")), FAILED, ("reply.done is a string",)
+    ),
+    Hostile(
+        "cassette-deep-json",
+        cassette(lambda d: d["interactions"][0]["response"]["body"].update(string=deep(200_000))),
+        FAILED,
+        ("interaction 1: response body is JSON nested more than 64 levels",),
+    ),
+    Hostile(
+        "cassette-body-not-json",
+        cassette(lambda d: d["interactions"][0]["response"]["body"].update(string="<html>")),
+        FAILED,
+        ("interaction 1: reply is not JSON",),
+    ),
+    Hostile(
+        "cassette-body-nan",
+        cassette(
+            lambda d: d["interactions"][0]["response"]["body"].update(string='{"message": NaN}')
+        ),
+        FAILED,
+        ("interaction 1: reply is not JSON", "NaN"),
+    ),
+    Hostile(
+        "cassette-body-bad-utf8",
+        cassette(lambda d: d["interactions"][0]["response"]["body"].update(string=b"\xff\xfe{")),
+        FAILED,
+        ("interaction 1: response body is not UTF-8",),
+    ),
+    Hostile(
+        "cassette-gzip-header",
+        cassette(
+            lambda d: d["interactions"][0]["response"]["headers"].update(
+                {"Content-Encoding": ["gzip"]}
+            )
+        ),
+        FAILED,
+        ("interaction 1: response header content-encoding: gzip",),
+    ),
+    Hostile(
+        "cassette-vcr-version",
+        cassette(set_in(("version",), 99)),
+        FAILED,
+        ("date-prose-cold.yaml: unknown vcrpy cassette version 99",),
+    ),
+    Hostile(
+        "cassette-no-version",
+        cassette(drop("version")),
+        FAILED,
+        ("date-prose-cold.yaml: unknown vcrpy cassette version None",),
+    ),
+    Hostile(
+        "cassette-status-string",
+        response_field("status", {"code": "200"}),
+        FAILED,
+        ("interaction 1: response has no status code",),
+    ),
+    Hostile(
+        "cassette-status-999",
+        response_field("status", {"code": 999}),
+        FAILED,
+        ("interaction 1: response status 999",),
+    ),
+    Hostile(
+        "cassette-headers-list",
+        response_field("headers", ["x"]),
+        FAILED,
+        ("interaction 1: response headers are not a mapping",),
+    ),
+    Hostile(
+        "cassette-interactions-mapping",
+        cassette(set_in(("interactions",), {"a": 1})),
+        FAILED,
+        ("date-prose-cold.yaml: no list of request/response interactions",),
+    ),
+    Hostile(
+        "cassette-top-level-list",
+        write(cassette_file(), "- 1\n- 2\n"),
+        FAILED,
+        ("date-prose-cold.yaml: not a vcrpy cassette",),
+    ),
+    Hostile(
+        "cassette-not-yaml",
+        write(cassette_file(), "interactions: [\n"),
+        FAILED,
+        ("date-prose-cold.yaml: line", "not valid YAML"),
+    ),
+    Hostile(
+        "cassette-binary",
+        write(cassette_file(), bytes(range(256))),
+        FAILED,
+        ("date-prose-cold.yaml: not UTF-8 text",),
+    ),
+    Hostile(
+        "cassette-python-tag",
+        write(cassette_file(), "version: !!python/object:os.system 1\n"),
+        FAILED,
+        ("date-prose-cold.yaml", "not valid YAML"),
+    ),
+    Hostile(
+        "cassette-dangling-symlink",
+        both(
+            lambda r: (r / cassette_file()).unlink(),
+            lambda r: (r / cassette_file()).symlink_to("gone"),
+        ),
+        FAILED,
+        ("corrupt cassette", "date-prose-cold.yaml", "dangling symbolic link"),
+    ),
+    Hostile(
+        "cassette-directory",
+        both(lambda r: (r / cassette_file()).unlink(), mkdir(cassette_file())),
+        FAILED,
+        ("date-prose-cold.yaml", "is a directory"),
+    ),
+    Hostile(
+        "cassette-fifo",
+        both(lambda r: (r / cassette_file()).unlink(), fifo(cassette_file())),
+        FAILED,
+        ("date-prose-cold.yaml", "is a FIFO"),
+    ),
+    Hostile(
+        "cassette-dev-zero",
+        both(
+            lambda r: (r / cassette_file()).unlink(),
+            lambda r: (r / cassette_file()).symlink_to("/dev/zero"),
+        ),
+        FAILED,
+        ("date-prose-cold.yaml", "is a character device"),
+    ),
+    Hostile(
+        "cassette-too-large",
+        write(cassette_file(), "#" * BIG),
+        FAILED,
+        ("date-prose-cold.yaml", "larger than the 10 MB cap"),
+    ),
+    # ---------------------------------------------------------------- options
+    Hostile("model-empty", ini(), USAGE, ("--model", "empty"), ("cases", "--model", "")),
+    Hostile("model-dotdot", ini(), USAGE, ("--model", "'..'"), ("cases", "--model", "..")),
+    Hostile(
+        "model-absolute",
+        ini(),
+        USAGE,
+        ("--model", "'/etc/passwd'"),
+        ("cases", "--model", "/etc/passwd"),
+    ),
+    Hostile(
+        "model-traversal",
+        ini(),
+        USAGE,
+        ("--model", "'a/../../b'"),
+        ("cases", "--model", "a/../../b"),
+    ),
+    Hostile("model-control-char", ini(), USAGE, ("--model",), ("cases", "--model", "a\x1bb")),
+    Hostile("samples-option-101", ini(), USAGE, ("--samples", "100"), (*ONE, "--samples", "101")),
+    Hostile(
+        "timeout-inf", ini(), USAGE, ("--request-timeout",), (*ONE, "--request-timeout", "inf")
+    ),
+    Hostile(
+        "timeout-nan", ini(), USAGE, ("--request-timeout",), (*ONE, "--request-timeout", "nan")
+    ),
+    Hostile(
+        "noise-floor-negative", ini(), USAGE, ("--noise-floor",), (*ONE, "--noise-floor", "-1")
+    ),
+    Hostile(
+        "cassette-dir-is-a-file",
+        write("notadir", "x"),
+        USAGE,
+        ("notadir", "not a folder"),
+        (*ONE, "--cassette-dir", "notadir"),
+    ),
+    # ---------------------------------------------------------------- ini keys
+    Hostile(
+        "ini-noise-floor-negative",
+        ini("cardprobe_noise_floor = -3"),
+        USAGE,
+        ("cardprobe_noise_floor",),
+    ),
+    Hostile(
+        "ini-max-unscored-negative",
+        ini("cardprobe_max_unscored = -1"),
+        USAGE,
+        ("cardprobe_max_unscored",),
+    ),
+    Hostile("ini-timeout-zero", ini("cardprobe_timeout = 0"), USAGE, ("cardprobe_timeout",)),
+    Hostile("ini-timeout-nan", ini("cardprobe_timeout = nan"), USAGE, ("cardprobe_timeout",)),
+    Hostile("ini-retries-negative", ini("cardprobe_retries = -1"), USAGE, ("cardprobe_retries",)),
+    Hostile(
+        "ini-max-samples-zero", ini("cardprobe_max_samples = 0"), USAGE, ("cardprobe_max_samples",)
+    ),
+    Hostile(
+        "ini-max-file-mb-negative",
+        ini("cardprobe_max_file_mb = -1"),
+        USAGE,
+        ("cardprobe_max_file_mb",),
+    ),
+    Hostile(
+        "ini-model-dotdot",
+        write("pytest.ini", "[pytest]\ncardprobe_models = ..\n"),
+        USAGE,
+        ("cardprobe_models", "'..'"),
+    ),
+    Hostile(
+        "ini-cassette-dir-outside",
+        ini("cardprobe_cassette_dir = ../outside"),
+        USAGE,
+        ("ini key cardprobe_cassette_dir", "outside the project"),
+    ),
+    Hostile(
+        "ini-baseline-outside",
+        ini("cardprobe_baseline = /tmp/cardprobe-hostile.json"),
+        USAGE,
+        ("ini key cardprobe_baseline", "outside the project"),
+    ),
+    Hostile("ini-api-unknown", ini("cardprobe_api = grpc"), USAGE, ("cardprobe_api",)),
+    # ---------------------------------------------------------------- baselines
+    Hostile(
+        "baseline-binary",
+        write("cardprobe-baseline.json", b"\x00\xff\xfe" * 10),
+        USAGE,
+        ("cardprobe-baseline.json", "not UTF-8"),
+    ),
+    Hostile(
+        "baseline-not-json",
+        write("cardprobe-baseline.json", "{"),
+        USAGE,
+        ("cardprobe-baseline.json", "not valid JSON"),
+    ),
+    Hostile(
+        "baseline-format-2",
+        baseline(set_in(("format",), 2)),
+        USAGE,
+        ("cardprobe-baseline.json", "key 'format' must be 1"),
+    ),
+    Hostile(
+        "baseline-arms-list",
+        baseline(set_in(("arms",), [])),
+        USAGE,
+        ("cardprobe-baseline.json", "'arms'"),
+    ),
+    Hostile(
+        "baseline-arm-a-list",
+        baseline(lambda d: d["arms"].update({ARM: []})),
+        USAGE,
+        ("cardprobe-baseline.json", f"key arms.{ARM} must be a mapping"),
+    ),
+    Hostile(
+        "baseline-verdicts-string",
+        arm(set_in(("verdicts",), "all good")),
+        USAGE,
+        ("cardprobe-baseline.json", ".verdicts must be a mapping of case ids"),
+    ),
+    Hostile(
+        "baseline-verdict-string",
+        arm(set_in(("verdicts", "date"), "passed")),
+        USAGE,
+        ("cardprobe-baseline.json", ".verdicts.date must be a mapping"),
+    ),
+    Hostile(
+        "baseline-passed-string",
+        arm(set_in(("verdicts", "date", "passed"), "yes")),
+        USAGE,
+        ("cardprobe-baseline.json", ".verdicts.date.passed must be true or false"),
+    ),
+    Hostile(
+        "baseline-count-word",
+        arm(set_in(("verdicts", "date", "calls"), "two")),
+        USAGE,
+        ("cardprobe-baseline.json", ".verdicts.date.calls must be an integer >= 0"),
+    ),
+    Hostile(
+        "baseline-arm-count-word",
+        arm(set_in(("passed",), "one")),
+        USAGE,
+        ("cardprobe-baseline.json", f"key arms.{ARM}.passed must be an integer >= 0"),
+    ),
+    Hostile(
+        "baseline-directory",
+        both(lambda r: (r / "cardprobe-baseline.json").unlink(), mkdir("cardprobe-baseline.json")),
+        USAGE,
+        ("cardprobe-baseline.json", "is a directory"),
+    ),
+    Hostile(
+        "baseline-fifo",
+        both(lambda r: (r / "cardprobe-baseline.json").unlink(), fifo("cardprobe-baseline.json")),
+        USAGE,
+        ("cardprobe-baseline.json", "FIFO"),
+    ),
+    Hostile(
+        "baseline-too-large",
+        write("cardprobe-baseline.json", " " * BIG),
+        USAGE,
+        ("cardprobe-baseline.json", "larger than the 10 MB cap"),
+    ),
+    Hostile(
+        "baseline-dangling-symlink",
+        both(
+            lambda r: (r / "cardprobe-baseline.json").unlink(),
+            lambda r: (r / "cardprobe-baseline.json").symlink_to("gone.json"),
+        ),
+        USAGE,
+        ("cardprobe-baseline.json", "dangling symbolic link"),
+    ),
+    Hostile(
+        "baseline-option-directory",
+        mkdir("dir"),
+        USAGE,
+        ("dir", "is a directory"),
+        (*ONE, "--baseline", "dir", "--update-baseline"),
+    ),
+    Hostile(
+        "baseline-update-below-file",
+        write("file", "x"),
+        USAGE,
+        ("file", "is a file, not a folder"),
+        (*ONE, "--baseline", "file/b.json", "--update-baseline"),
+    ),
+    # ---------------------------------------------------------------- report paths
+    Hostile(
+        "json-report-directory",
+        mkdir("out"),
+        USAGE,
+        ("--cardprobe-json", "out", "is a directory"),
+        (*ONE, "--cardprobe-json", "out"),
+    ),
+    Hostile(
+        "md-report-directory",
+        mkdir("out"),
+        USAGE,
+        ("--cardprobe-md", "is a directory"),
+        (*ONE, "--cardprobe-md", "out"),
+    ),
+    Hostile(
+        "json-report-below-file",
+        write("file", "x"),
+        USAGE,
+        ("--cardprobe-json", "is a file, not a folder"),
+        (*ONE, "--cardprobe-json", "file/r.json"),
+    ),
+    Hostile(
+        "md-report-unwritable",
+        ini(),
+        USAGE,
+        ("--cardprobe-md", "/proc/cardprobe.md"),
+        (*ONE, "--cardprobe-md", "/proc/cardprobe.md"),
+    ),
+    Hostile(
+        "step-summary-directory",
+        mkdir("summary"),
+        OK,
+        ("warning: cannot write the $GITHUB_STEP_SUMMARY", "summary"),
+        env={"GITHUB_STEP_SUMMARY": "summary"},
+    ),
+]
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Digest of every file of the user's recordings: cassettes and baseline."""
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            found[str(path.relative_to(root))] = "not a file"
+            continue
+        found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _recordings(project: Path) -> dict[str, str]:
+    found = _snapshot(project / "cassettes")
+    base = project / "cardprobe-baseline.json"
+    if base.is_file() and not base.is_symlink():
+        found["baseline"] = hashlib.sha256(base.read_bytes()).hexdigest()
+    return found
+
+
+def _outside(tmp: Path) -> set[str]:
+    return {
+        str(p.relative_to(tmp))
+        for p in tmp.rglob("*")
+        if p.relative_to(tmp).parts[0] not in ("proj", "basetemp")
+        and not p.relative_to(tmp).parts[0].startswith("runpytest-")
+    }
+
+
+@pytest.fixture
+def hostile_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shipped suite, cassettes and baseline in ``proj``, and a folder beside it."""
+    proj = pytester.path / "proj"
+    shutil.copytree(ROOT / "cases", proj / "cases")
+    shutil.copytree(ROOT / "cassettes", proj / "cassettes")
+    shutil.copy(ROOT / "cardprobe-baseline.json", proj / "cardprobe-baseline.json")
+    (proj / "pytest.ini").write_text("[pytest]\ncardprobe_models = smollm2:135m\n")
+    (pytester.path / "outside").mkdir()
+    (pytester.path / "outside" / "secret.txt").write_text("OUTSIDE-SECRET\n")
+    monkeypatch.chdir(proj)
+    return proj
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=[h.id for h in HOSTILE])
+def test_hostile_input(
+    case: Hostile, hostile_project: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
+    if "GITHUB_STEP_SUMMARY" not in case.env:
+        monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    case.arrange(hostile_project)
+    before = _recordings(hostile_project)
+    around = _outside(pytester.path)
+    started = time.monotonic()
+    result = pytester.runpytest("-p", "no:cacheprovider", *case.args)
+    took = time.monotonic() - started
+    out = result.stdout.str() + "\n" + result.stderr.str()
+
+    assert result.ret == case.exit, out[-3000:]
+    for said in case.said:
+        assert said in out, f"{said!r} not in output:\n{out[-3000:]}"
+    assert "Traceback" not in out, out[-3000:]
+    assert "INTERNALERROR" not in out, out[-3000:]
+    assert _recordings(hostile_project) == before, "the user's cassettes or baseline changed"
+    assert _outside(pytester.path) == around, "a file was written outside the project"
+    assert not Path("/tmp/cardprobe-hostile").exists()
+    assert not Path("/tmp/cardprobe-hostile.json").exists()
+    assert took < 60, f"took {took:.0f}s"
+
+
+# --------------------------------------------------------------------------- beyond the table
+
+
+def test_sigkill_during_update_baseline_leaves_the_old_baseline_then_a_new_one(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    from killing import BLOCKING_CONFTEST, kill_during_write
+
+    # An edited verdict, so that updating really changes the file.
+    arm(set_in(("verdicts", "date", "label"), "edited by hand"))(hostile_project)
+    (hostile_project / "conftest.py").write_text(BLOCKING_CONFTEST)
+    baseline_file = hostile_project / "cardprobe-baseline.json"
+    old = baseline_file.read_bytes()
+    kill_during_write(hostile_project, *ONE, "--update-baseline")
+    assert baseline_file.read_bytes() == old, "the baseline is not the old one after the kill"
+    assert len(list(hostile_project.glob(".cardprobe-baseline.json.*.tmp"))) == 1
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE, "--update-baseline")
+    assert result.ret == OK, result.stdout.str()
+    new = baseline_file.read_bytes()
+    assert new != old
+    assert json.loads(new)["arms"][ARM]["verdicts"]["date"]["label"] == "prose"
+    assert list(hostile_project.glob(".cardprobe-baseline.json.*.tmp")) == []
+
+
+def test_a_model_given_twice_runs_once_with_a_warning(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", *ONE, "--model", "smollm2:135m", "--model", "smollm2:135m"
+    )
+    out = result.stdout.str()
+    assert "'smollm2:135m' is given twice; its tests run once" in out
+    assert "/ 1 selected" in out and re.search(r"\b1 (failed|passed|xfailed)\b", out), out
+
+
+def test_more_samples_than_the_limit_need_the_ini_key(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    suite("samples: 2", "samples: 150")(hostile_project)
+    assert pytester.runpytest("-p", "no:cacheprovider", *ONE).ret == USAGE
+    ini("cardprobe_max_samples = 200")(hostile_project)
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE)
+    # The cassette holds 2 replies, the suite now wants 150: stale, not a usage error.
+    assert result.ret == FAILED
+    assert "asked for more" in result.stdout.str()
+
+
+def test_a_samples_marker_above_the_limit_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ncardprobe_models = smollm2:135m\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.samples(1000)
+        def test_many():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == USAGE
+    assert "samples(1000) is more than the limit of 100" in result.stderr.str()
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_one_line_and_the_others_are_written(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    # The path is fine when the run starts; a directory takes its place while tests run.
+    (hostile_project / "conftest.py").write_text(
+        "import os\n\ndef pytest_sessionstart(session):\n    os.mkdir('out.json')\n"
+    )
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", *ONE, "--cardprobe-json", "out.json", "--cardprobe-md", "out.md"
+    )
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == FAILED, out
+    lines = [line for line in out.splitlines() if "cannot write the JSON report" in line]
+    assert len(lines) == 1 and "out.json" in lines[0], out
+    assert "Traceback" not in out
+    assert (hostile_project / "out.md").read_text().startswith("## cardprobe")
+
+
+def test_model_text_with_escape_sequences_is_shown_escaped(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    reply(set_in(("message", "content"), "plain \x1b[2J\x1b[31mred\x07 text\r"))(hostile_project)
+    # A baseline pass, so the failure is a flip and pytest shows it (a known failure xfails).
+    arm(set_in(("verdicts", "date", "passed"), True))(hostile_project)
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE)
+    out = result.stdout.str()
+    assert "\x1b" not in out and "\x07" not in out and "\r" not in out
+    assert "plain \\x1b[2J\\x1b[31mred\\x07 text\\x0d" in out
+
+
+def test_a_refused_server_ends_a_live_suite_in_seconds(
+    hostile_project: Path, pytester: pytest.Pytester
+) -> None:
+    before = _recordings(hostile_project)
+    started = time.monotonic()
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "cases", "-k", "prose", "--live", "--server", "127.0.0.1:9"
+    )
+    took = time.monotonic() - started
+    out = result.stdout.str()
+    assert result.ret == FAILED
+    assert "not asked again (unreachable earlier in this run)" in out
+    assert took < 30, f"50 tests against a closed port took {took:.0f}s"
+    assert _recordings(hostile_project) == before

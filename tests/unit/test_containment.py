@@ -1,0 +1,117 @@
+"""Path parts, URL and body redaction, reply shapes and capped reads (issue 14)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_cardprobe.files import FileRefused, read_capped
+from pytest_cardprobe.wire.cassettes import cassette_path, path_part, redact_fields
+from pytest_cardprobe.wire.client import redact_url, reply_problem, too_deep
+
+
+@pytest.mark.parametrize(
+    "name", ["..", ".", "", "../../x", "/etc/passwd", "a/b", "a\\b", ".hidden", "C:\\x", "x\x00y"]
+)
+def test_a_name_becomes_one_path_part_that_stays_inside(tmp_path: Path, name: str) -> None:
+    part = path_part(name)
+    assert part and "/" not in part and "\\" not in part and "\x00" not in part
+    assert not part.startswith(".")
+    path = cassette_path(tmp_path, name, name, name, "prose", "cold")
+    assert path.resolve().is_relative_to(tmp_path.resolve())
+    assert len(path.relative_to(tmp_path).parts) == 3
+
+
+def test_ordinary_names_keep_their_cassette_paths(tmp_path: Path) -> None:
+    path = cassette_path(tmp_path, "cards", "smollm2:135m", "date", "prose", "cold")
+    assert path == tmp_path / "cards" / "smollm2%3A135m" / "date-prose-cold.yaml"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://user:pw@host:1/?key=k&x=1", "http://host:1/?x=1"),
+        ("https://h/v1?api_key=a&access_token=b&token=c&sig=d", "https://h/v1"),
+        ("http://127.0.0.1:11434", "http://127.0.0.1:11434"),
+    ],
+)
+def test_urls_lose_userinfo_and_secret_parameters(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_body_fields_are_redacted_at_any_depth() -> None:
+    body = {"options": {"api_key": "s", "n": 1}, "messages": [{"Token": "t"}]}
+    assert redact_fields(body, ["api_key", "token"]) == {
+        "options": {"api_key": "[redacted]", "n": 1},
+        "messages": [{"Token": "[redacted]"}],
+    }
+
+
+OLLAMA = {"message": {"role": "assistant", "content": "hi"}, "done": True}
+OPENAI = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
+
+
+@pytest.mark.parametrize(
+    ("api", "stream", "body", "problem"),
+    [
+        ("ollama", False, OLLAMA, None),
+        ("ollama", False, {**OLLAMA, "message": "hi"}, "reply.message is a string"),
+        ("ollama", False, {"done": True}, "reply has no message"),
+        ("openai", False, OPENAI, None),
+        ("openai", False, {"choices": []}, "reply.choices is a list, not a non-empty list"),
+        ("openai", False, {"choices": [{"message": {"content": 3}}]}, "content is a number"),
+        (
+            "openai",
+            False,
+            {"choices": [{"message": {"tool_calls": [{"function": {"name": 1}}]}}]},
+            "function.name is a number",
+        ),
+    ],
+)
+def test_reply_shapes(api: str, stream: bool, body: object, problem: str | None) -> None:
+    found = reply_problem(api, stream, json.dumps(body))
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found, found
+
+
+def test_stream_shapes() -> None:
+    good = "\n".join(json.dumps({**OLLAMA, "done": i == 2}) for i in range(3))
+    assert reply_problem("ollama", True, good) is None
+    assert (
+        reply_problem("ollama", True, good + "\n[1]\n") == "stream line 4 is a list, not an object"
+    )
+    sse = 'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: [DONE]\n'
+    assert reply_problem("openai", True, sse) is None
+    bad = 'data: {"choices":[{"delta":{"content":1}}]}'
+    assert reply_problem("openai", True, bad) == (
+        "stream line 1.choices[0].delta.content is a number, not a string"
+    )
+
+
+def test_depth_check_is_linear_and_ignores_brackets_in_strings() -> None:
+    assert too_deep("[" * 200_000 + "]" * 200_000)
+    assert not too_deep(json.dumps({"content": "[" * 10_000}))
+
+
+def test_read_capped_refuses_what_is_not_a_small_regular_file(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 11)
+    with pytest.raises(FileRefused, match="larger than"):
+        read_capped(big, 10)
+    assert read_capped(big, 11) == b"x" * 11
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(FileRefused, match="FIFO"):
+        read_capped(fifo, 10)
+    with pytest.raises(FileRefused, match="character device"):
+        read_capped(Path("/dev/zero"), 10)
+    with pytest.raises(FileRefused, match="directory"):
+        read_capped(tmp_path, 10)
+    (tmp_path / "link").symlink_to("nowhere")
+    with pytest.raises(FileRefused, match="dangling"):
+        read_capped(tmp_path / "link", 10)

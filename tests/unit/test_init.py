@@ -1,0 +1,185 @@
+"""``python -m pytest_cardprobe init``: the starter it writes and how it treats existing files."""
+
+from __future__ import annotations
+
+import io
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pytest_cardprobe.__main__ import main as cli
+from pytest_cardprobe.starter import DEFAULT_MODEL, STARTER_DIR, STARTER_SUITE, run
+from pytest_cardprobe.suite.builtin import builtin_suite_path
+from pytest_cardprobe.suite.loader import load_suite
+
+SUITE = Path(STARTER_DIR) / f"{STARTER_SUITE}.yaml"
+
+
+def init(root: Path, *args: str) -> int:
+    return cli(["init", str(root), *args])
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+
+def test_empty_folder_gets_a_suite_that_loads_and_a_pytest_ini(tmp_path: Path) -> None:
+    assert init(tmp_path) == 0
+    suite = load_suite(tmp_path / SUITE)
+    cards = load_suite(builtin_suite_path("cards"))
+    assert suite.name == STARTER_SUITE
+    assert 3 <= len(suite.cases) <= 8
+    assert any(c.is_control for c in suite.cases)
+    # Prompts, tool and history start out as the built-in suite's, so both ask the same way.
+    assert dict(suite.prompts) == dict(cards.prompts)
+    assert suite.tool == cards.tool and suite.history == cards.history
+    assert (tmp_path / "pytest.ini").read_text() == (
+        f"[pytest]\ncardprobe_models = {DEFAULT_MODEL}\ntestpaths = {STARTER_DIR}\n"
+    )
+
+
+def test_models_given_are_written_one_per_line(tmp_path: Path) -> None:
+    assert init(tmp_path, "--model", "qwen3:4b", "--model", "llama3.2:3b") == 0
+    assert (
+        "cardprobe_models =\n    qwen3:4b\n    llama3.2:3b\n"
+        in (tmp_path / "pytest.ini").read_text()
+    )
+
+
+PYPROJECT = """\
+[project]
+name = "app"  # keep me
+
+[tool.pytest.ini_options]
+# a comment of the user's
+addopts = "-ra"
+
+[tool.ruff]
+line-length = 88
+"""
+
+
+def test_existing_pyproject_is_refused_without_force_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    before = snapshot(tmp_path)
+    assert init(tmp_path) == 1
+    assert snapshot(tmp_path) == before
+    err = capsys.readouterr().err
+    assert "pyproject.toml: add to [tool.pytest.ini_options]" in err
+    assert f'+ cardprobe_models = ["{DEFAULT_MODEL}"]' in err
+    assert f'+ testpaths = ["{STARTER_DIR}"]' in err
+    assert "--force" in err
+
+
+def test_force_adds_to_the_existing_table_and_keeps_everything_else(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    assert init(tmp_path, "--force") == 0
+    text = (tmp_path / "pyproject.toml").read_text()
+    assert "# a comment of the user's" in text and 'name = "app"  # keep me' in text
+    data = tomllib.loads(text)
+    assert data["tool"]["pytest"]["ini_options"] == {
+        "addopts": "-ra",
+        "cardprobe_models": [DEFAULT_MODEL],
+        "testpaths": [STARTER_DIR],
+    }
+    assert data["tool"]["ruff"] == {"line-length": 88}
+    # The keys went into the pytest table, before the next table starts.
+    assert text.index("testpaths") < text.index("[tool.ruff]")
+
+
+def test_keys_already_set_are_kept_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\ncardprobe_models = ["mine:7b"]\n'
+    )
+    before = (tmp_path / "pyproject.toml").read_text()
+    assert init(tmp_path) == 0  # nothing to change in an existing file: no --force needed
+    assert (tmp_path / "pyproject.toml").read_text() == before
+    out = capsys.readouterr().out
+    assert "testpaths is set already (tests); kept" in out
+    assert "cardprobe_models is set already (mine:7b); kept" in out
+    assert (tmp_path / SUITE).is_file()
+
+
+def test_pyproject_without_pytest_config_gets_a_table(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n')
+    assert init(tmp_path, "--force") == 0
+    data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert data["project"] == {"name": "app"}
+    assert data["tool"]["pytest"]["ini_options"]["testpaths"] == [STARTER_DIR]
+    assert not (tmp_path / "pytest.ini").exists()  # pytest would read it instead of pyproject
+
+
+def test_pytest_ini_wins_over_pyproject_as_pytest_reads_it(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -q\n\n[other]\nx = 1\n")
+    assert init(tmp_path, "--force") == 0
+    assert (tmp_path / "pyproject.toml").read_text() == PYPROJECT
+    assert (tmp_path / "pytest.ini").read_text() == (
+        f"[pytest]\naddopts = -q\ncardprobe_models = {DEFAULT_MODEL}\ntestpaths = {STARTER_DIR}\n"
+        "\n[other]\nx = 1\n"
+    )
+
+
+def test_setup_cfg_section_is_the_one_edited(tmp_path: Path) -> None:
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = app\n[tool:pytest]\naddopts = -q\n")
+    assert init(tmp_path, "--force") == 0
+    assert "[tool:pytest]\naddopts = -q\ncardprobe_models" in (tmp_path / "setup.cfg").read_text()
+    assert not (tmp_path / "pytest.ini").exists()
+
+
+def test_an_edited_starter_file_is_not_overwritten_without_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert init(tmp_path) == 0
+    mine = tmp_path / STARTER_DIR / "prompts" / "tool.md"
+    mine.write_text("my own prompt\n")
+    assert init(tmp_path) == 1
+    assert mine.read_text() == "my own prompt\n"
+    assert f"{STARTER_DIR}/prompts/tool.md: overwrite" in capsys.readouterr().err
+    assert init(tmp_path, "--force") == 0
+    assert mine.read_text() != "my own prompt\n"
+
+
+def test_broken_toml_is_reported_not_edited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options\n")
+    assert init(tmp_path, "--force") == 1
+    assert "pyproject.toml: not valid TOML" in capsys.readouterr().err
+    assert not (tmp_path / STARTER_DIR).exists()
+
+
+def test_run_reports_to_the_given_stream(tmp_path: Path) -> None:
+    out = io.StringIO()
+    assert run(tmp_path, ["m"], force=False, out=out) == 0
+    assert f"{SUITE}: create" in out.getvalue()
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["nope"]) == 2
+    assert "unknown command 'nope'" in capsys.readouterr().err
+    assert cli([]) == 2
+
+
+def test_multi_line_arrays_in_the_table_stay_whole(tmp_path: Path) -> None:
+    text = (
+        "[tool.pytest.ini_options]\n"
+        "filterwarnings = [\n"
+        '    "error",\n'
+        '    ["nested", "x"],\n'
+        "]\n"
+        "\n"
+        "  [tool.other]\n"
+        "x = 1\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert init(tmp_path, "--force") == 0
+    data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert data["tool"]["pytest"]["ini_options"]["filterwarnings"] == ["error", ["nested", "x"]]
+    assert data["tool"]["pytest"]["ini_options"]["testpaths"] == [STARTER_DIR]
+    assert data["tool"]["other"] == {"x": 1}
