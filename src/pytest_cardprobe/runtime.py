@@ -287,6 +287,35 @@ class Runtime:
             outcome["seconds"] = round(time.perf_counter() - started, 3)
         return outcome
 
+    def ask_with_retry(
+        self,
+        request: ChatRequest,
+        probe: Probe,
+        judge: TextJudge,
+        index: int,
+        server: str | None = None,
+        live: bool | None = None,
+    ) -> SampleRecord:
+        """The retry channel's sample: prose first; through the tool if that did not parse.
+
+        The retry is a fresh conversation (tool prompt, tool declared, same condition and
+        question) that never sees the broken reply: showing the model its own output would
+        measure self-correction as well. Both calls go to the test's cassette in order.
+        """
+        first, _ = self.ask(request, "prose", judge, index, server, live)
+        if first.failure != FailureClass.MALFORMED.value:
+            return first
+        retry = build_request(probe, self.settings.base_options(), request.think, channel="tool")
+        self._adjust(retry, probe)
+        record, _ = self.ask(retry, "tool", judge, index, server, live)
+        record.retry_of = {
+            "label": first.label,
+            "failure": first.failure,
+            "route": first.route,
+            "reply": first.reply,
+        }
+        return record
+
     def run(
         self,
         probe: Probe,
@@ -317,7 +346,8 @@ class Runtime:
         think = s.think or probe.suite.think or s.think_default
         request = build_request(probe, s.base_options(), think)
         self._adjust(request, probe)
-        unsupported = self._tools_missing(probe.model, server) if probe.channel == "tool" else None
+        uses_tool = probe.channel in ("tool", "retry")
+        unsupported = self._tools_missing(probe.model, server) if uses_tool else None
         path = self.cassette_for(probe)
         prints = fingerprint(request, redact=self.settings.redact_fields)
         identity: dict[str, str] = {}
@@ -341,6 +371,9 @@ class Runtime:
             seen: list[str] = []
 
             def one(index: int) -> SampleRecord:
+                if probe.channel == "retry":
+                    # The retry channel may send a second request per sample.
+                    return self.ask_with_retry(request, probe, judge, index, server, rec.live)
                 record, reply = self.ask(request, probe.channel, judge, index, server, rec.live)
                 # OpenAI-compatible servers name their build per reply; keep the last one.
                 if reply is not None and reply.raw.get("system_fingerprint"):

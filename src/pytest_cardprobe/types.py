@@ -199,6 +199,9 @@ class SampleRecord:
     thinking: str = ""
     # The server's own figures (tokens, durations), see wire.client.server_figures.
     figures: dict[str, float] = field(default_factory=dict)
+    # Retry channel: the first (prose) attempt that failed to parse and was discarded, as
+    # ``{"label", "failure", "route", "reply"}``; the fields above then describe the retry.
+    retry_of: dict[str, Any] | None = None
     # Call suites only (None elsewhere, and then left out of ``to_dict``): the names of the
     # calls the model made, turn by turn; how many turns the loop took; how many calls
     # carried their arguments as a JSON string.
@@ -334,6 +337,11 @@ class ProbeResult:
                 escape_control(f"  sample {s.index + 1}/{total} {mark} [{s.route or '-'}] {why}")
                 + (f" (finish: {escape_control(s.finish_reason)})" if s.finish_reason else "")
             )
+            if s.retry_of:
+                lines.append(
+                    f"    retried through the tool after: [{s.retry_of.get('route') or '-'}] "
+                    f"{s.retry_of.get('label', '')}"
+                )
             if s.unknown_types:
                 unknown = escape_control(", ".join(s.unknown_types))
                 lines.append(f"    unknown element types: {unknown}")

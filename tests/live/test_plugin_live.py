@@ -26,7 +26,8 @@ pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEL = re.compile(
-    r"^(ok .+|ok prose|prose|no-input|unwanted-card|duplicate-key|prose-with-card"
+    r"^(ok .+|ok prose|prose|no-input|unwanted-card|duplicate-key|prose-with-card|text-call"
+    r"|invented .+"
     r"|wrong-shape got .+ want .+|broken: .+|infra: .+|truncated at the token limit .+)$"
 )
 CLOSED_PORT = "http://127.0.0.1:9"  # discard port: nothing listens, so any request would fail

@@ -51,3 +51,35 @@ def report(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict
         out.unlink()
     result = project.runpytest("-p", "no:cacheprovider", "cases", f"--cardprobe-json={out}", *args)
     return result, (json.loads(out.read_text()) if out.exists() else {})
+
+
+def compose_retry_cassette(
+    project: pytest.Pytester,
+    case: str,
+    condition: str,
+    first: str,
+    retry_content: str | None = None,
+    retry_body: list[Any] | None = None,
+) -> Path:
+    """A retry-channel cassette built from the shipped prose and tool recordings of a case.
+
+    The retry channel's first request is the prose channel's request and its retry is the
+    tool channel's request, so their real recorded interactions replay as-is. ``first``
+    replaces the prose replies; ``retry_content`` / ``retry_body`` edit the tool replies as
+    :func:`set_replies` does. With neither, the cassette holds the prose calls only, so a
+    retry that should not happen would find nothing to replay and error.
+    """
+    prose = cassette(project, case, "prose", condition)
+    tool = cassette(project, case, "tool", condition)
+    target = cassette(project, case, "retry", condition)
+    target.write_text(prose.read_text())
+    set_replies(target, content=first)
+    data = yaml.safe_load(target.read_text())
+    if retry_content is not None or retry_body is not None:
+        scratch = target.with_suffix(".tool.yaml")
+        scratch.write_text(tool.read_text())
+        set_replies(scratch, content=retry_content, tool_body=retry_body)
+        data["interactions"] += yaml.safe_load(scratch.read_text())["interactions"]
+        scratch.unlink()
+    target.write_text(yaml.safe_dump(data, sort_keys=False))
+    return target

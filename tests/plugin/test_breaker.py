@@ -13,7 +13,8 @@ def test_breaker_stops_asking_a_failing_server(project: pytest.Pytester) -> None
     with fault_server() as server:
         result = project.runpytest(
             "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", server.url,
-            "--channel", "prose", "--samples", "1",
+            "--channel", "prose", "--condition", "cold", "--condition", "history",
+            "--samples", "1",
         )  # fmt: skip
     # The warm-up (unrecorded), then three failures open the breaker; 47 tests are not asked.
     assert len(server.chats) == 1 + 3
@@ -34,6 +35,8 @@ def test_each_model_goes_to_one_server_and_one_worker(
             "-p", "no:cacheprovider", "cases", "--live", "-v", "--samples", "1",
             "--model", "m1", "--model", "m2", "--server", a.url, "--server", b.url,
             "-k", "date or time", "--no-warmup", *xdist,
+            "--channel", "prose", "--channel", "tool",
+            "--condition", "cold", "--condition", "history",
         )  # fmt: skip
     # 2 cases x 2 channels x 2 conditions per model; the lanes split at the model boundary.
     assert a.chats == ["m1"] * 8

@@ -20,7 +20,8 @@ def test_list_prints_one_line_per_builtin_suite_and_exits_0(pytester: pytest.Pyt
     result = pytester.runpytest("--cardprobe-suite", "list")
     assert result.ret == 0
     assert result.outlines == [
-        "cards  25 cases; judge card; channels prose, tool; conditions cold, history",
+        "cards  25 cases; judge card; channels prose, tool, retry; conditions cold, history, "
+        "seeded, schema",
         "tools  26 cases; judge call; channels call; conditions cold, history",
     ]
 
@@ -48,7 +49,9 @@ def test_builtin_suite_is_collected_in_an_empty_folder(pytester: pytest.Pytester
     else:
         pytester.makeini("[pytest]\ncardprobe_suites = cards\n")
     collected = ids(pytester.runpytest(*args))
-    assert len(collected) == 25 * 2 * 2
+    # Eight arms: prose, tool and retry cold and history, and prose seeded and schema (the
+    # tool and retry arms of seeded and schema are not asked, so not collected).
+    assert len(collected) == 25 * 8
     assert "cardprobe:cards::date[a:1b-tool-cold]" in collected
 
 
@@ -88,7 +91,7 @@ def test_builtin_suite_replays_the_projects_cassettes_and_writes_nothing_into_th
     outcomes = result.parseoutcomes()
     # Every probe replayed and was judged; known failures show as xfailed against the baseline.
     judged = ("passed", "failed", "xfailed", "xpassed")
-    assert sum(outcomes.get(word, 0) for word in judged) == 8
+    assert sum(outcomes.get(word, 0) for word in judged) == 2 * 8  # two cases x eight arms
     assert sorted(p.name for p in SUITES_DIR.rglob("*")) == package_before
     # --cassette-dir moves where recordings are looked for: none there, so none replay.
     moved = pytester.runpytest(

@@ -227,7 +227,7 @@ HOSTILE: list[Hostile] = [
         "prompt-etc-passwd",
         prompt_path("../../../../../../../../etc/passwd"),
         USAGE,
-        ("cards.yaml:16: prompts.prose", "outside the project"),
+        ("cards.yaml:19: prompts.prose", "outside the project"),
     ),
     Hostile(
         "prompt-absolute",
@@ -291,7 +291,7 @@ HOSTILE: list[Hostile] = [
     # ---------------------------------------------------------------- suites: not silently skipped
     Hostile(
         "suite-yaml-syntax",
-        suite("channels: [prose, tool]", "channels: [prose, tool"),
+        suite("channels: [prose, tool, retry]", "channels: [prose, tool, retry"),
         USAGE,
         ("cards.yaml:", "invalid YAML"),
     ),
@@ -381,20 +381,20 @@ HOSTILE: list[Hostile] = [
         "samples-billion",
         suite("samples: 2", "samples: 1000000000"),
         USAGE,
-        ("cards.yaml:11: samples", "more than the limit of 100"),
+        ("cards.yaml:14: samples", "more than the limit of 100"),
     ),
     Hostile(
         "samples-101",
         suite("samples: 2", "samples: 101"),
         USAGE,
-        ("cards.yaml:11: samples", "cardprobe_max_samples"),
+        ("cards.yaml:14: samples", "cardprobe_max_samples"),
     ),
-    Hostile("samples-zero", suite("samples: 2", "samples: 0"), USAGE, ("cards.yaml:11: samples",)),
+    Hostile("samples-zero", suite("samples: 2", "samples: 0"), USAGE, ("cards.yaml:14: samples",)),
     Hostile(
         "options-nan",
         suite("num_predict: 512", "num_predict: .nan"),
         USAGE,
-        ("cards.yaml:21: options.num_predict", "not a finite number"),
+        ("cards.yaml:24: options.num_predict", "not a finite number"),
     ),
     Hostile(
         "options-inf",

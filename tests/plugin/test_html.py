@@ -77,12 +77,13 @@ def test_shipped_suite_report_renders_charts_and_grid_and_runs_no_model_text(
     assert not re.search(r"<(script|img|a|textarea)\b", dom)
     assert '<b id="injected"' not in dom and '&lt;b id="injected"&gt;' in dom
     # The charts and the grid are there: one bar and one baseline mark per arm.
-    assert len(re.findall(r'<rect class="bar"', dom)) == 4 + 2  # pass rate + tool adoption
-    assert len(re.findall(r'class="baseline-mark"', dom)) == 4 + 2
+    assert len(re.findall(r'<rect class="bar"', dom)) == 8 + 2  # pass rate + tool adoption
+    assert len(re.findall(r'class="baseline-mark"', dom)) == 8 + 2
     assert 'id="pass-chart"' in dom and 'id="adoption-chart"' in dom
-    assert len(re.findall(r'<td class="cell"', dom)) == 100
-    assert len(re.findall(r"<details>", dom)) == 100
+    assert len(re.findall(r'<td class="cell"', dom)) == 200
+    assert len(re.findall(r"<details>", dom)) == 200
     assert 'id="gate"' in dom and "Gate: pass" in dom
+    assert "<h2>Retry</h2>" in dom and "cards/smollm2:135m/retry/cold" in dom
 
     shot = tmp_path / "report.png"
     render(browser, page, f"--screenshot={shot}", "--window-size=1280,2000")

@@ -10,7 +10,11 @@ import pytest
 from cardprobe_testing import cassette, report
 from faultserver import fault_server
 
-SLICE = ("-k", "date or time", "--samples", "1", "--no-warmup")
+# The original four arms (the suite's retry, seeded and schema arms are not about modes).
+SLICE = (
+    "-k", "date or time", "--samples", "1", "--no-warmup",
+    "--channel", "prose", "--channel", "tool", "--condition", "cold", "--condition", "history",
+)  # fmt: skip
 
 
 def asked(recorded: pytest.Pytester, *args: str) -> tuple[list[str], dict[str, str]]:

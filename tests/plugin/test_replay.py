@@ -13,7 +13,9 @@ CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: a request that left
 def test_replay_needs_no_server_and_prints_the_scoreboard(recorded: pytest.Pytester) -> None:
     result, data = report(recorded, "--server", CLOSED_PORT)
     assert result.ret == 0, result.stdout.str()
-    assert len(data["tests"]) == 100
+    # Every test that is asked has a verdict; seeded and schema tests of the tool and retry
+    # channels are left out at collection and leave no result.
+    assert len(data["tests"]) == 25 * 8
     assert {t["status"] for t in data["tests"]} <= {"passed", "failed"}
     result.stdout.fnmatch_lines(
         ["*cardprobe scoreboard*", "suite*model*channel*condition*passed*adoption*", "gate: pass*"]

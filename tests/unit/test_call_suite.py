@@ -193,6 +193,30 @@ class TestLoading:
             load_suite(path)
 
     @pytest.mark.parametrize(
+        ("head", "key", "words"),
+        [
+            ("seed_turn: {user: hi, card: {type: AdaptiveCard}}\n", "seed_turn", "card suites"),
+            ("allow_unknown_types: true\n", "allow_unknown_types", "card suites"),
+            ("channels: [retry]\n", "channels[0]", "retry"),
+        ],
+    )
+    def test_card_arms_are_refused_in_a_call_suite(
+        self, tmp_path: Path, head: str, key: str, words: str
+    ) -> None:
+        # The retry channel and the seeded/schema machinery shape card replies only.
+        err = error_of(tmp_path, GOOD, head=head)
+        assert err.key == key and words in err.problem, (err.key, err.problem)
+
+    def test_seeded_and_schema_conditions_are_refused_in_a_call_suite(self, tmp_path: Path) -> None:
+        path = write_suite(tmp_path, GOOD)
+        path.write_text(
+            path.read_text().replace("conditions: [cold]", "conditions: [cold, schema]")
+        )
+        with pytest.raises(SuiteError) as info:
+            load_suite(path)
+        assert info.value.key == "conditions[1]" and "schema" in info.value.problem
+
+    @pytest.mark.parametrize(
         ("tools", "key", "words"),
         [
             ("{}", None, "not valid JSON|expected a list"),
@@ -363,6 +387,8 @@ def test_json_schema_covers_call_suites() -> None:
         assert list(validator.iter_errors(doc)), bad
     card_keys = {**shipped, "vocabulary": ["TextBlock"]}
     assert list(validator.iter_errors(card_keys))
+    for card_arm in ({"conditions": ["seeded"]}, {"channels": ["retry"]}, {"seed_turn": {}}):
+        assert list(validator.iter_errors({**shipped, **card_arm})), card_arm
 
 
 def test_shipped_tool_suite_shape() -> None:

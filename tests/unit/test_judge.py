@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,6 +170,109 @@ def test_detection_reports_its_stage() -> None:
     assert not detect_card("The answer is 4.").looks_like_json
 
 
+# --- replies the first judge got wrong -----------------------------------------------------
+
+UNFENCED_WITH_PROSE = [
+    pytest.param(f"{DATE_ARRAY}\nThis card lets you pick a date.", id="card-then-sentence"),
+    pytest.param(f"Here is your card:\n{FULL_CARD}", id="sentence-then-card"),
+    pytest.param(f"Sure!\n\n{FULL_CARD}\n\nTap OK when done.", id="card-between-sentences"),
+]
+
+
+@pytest.mark.parametrize("reply", UNFENCED_WITH_PROSE)
+@pytest.mark.parametrize("accept", [DATE, []], ids=["case", "control"])
+def test_unfenced_card_with_prose_is_prose_with_card(reply: str, accept: list[str]) -> None:
+    verdict = judge(reply, accept)
+    assert (verdict.passed, verdict.label, verdict.failure) == (False, "prose-with-card", MALFORMED)
+    assert "Input.Date" in verdict.types
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # The lines of a pretty-printed card cut short: its inner elements are whole JSON
+        # objects on lines of their own, and none of them may pass for the card.
+        pytest.param(FULL_CARD[: FULL_CARD.index('"actions"')], id="truncated-pretty-card"),
+        pytest.param(f"{DATE_ARRAY} is what I would send.", id="json-then-words-same-line"),
+    ],
+)
+def test_json_that_is_not_a_block_stays_broken(reply: str) -> None:
+    verdict = judge(reply)
+    assert verdict.label.startswith("broken: invalid JSON") and verdict.failure is MALFORMED
+
+
+TEXT_CALLS = [
+    pytest.param(
+        json.dumps(
+            {
+                "type": "function",
+                "function": {"name": "render_adaptive_card", "arguments": {"body": []}},
+            }
+        ),
+        id="openai-shaped",
+    ),
+    pytest.param(
+        '{"name": "render_adaptive_card", "arguments": {"body": [{"type": "Input.Date"}]}}',
+        id="name-arguments",
+    ),
+    pytest.param('{"name": "show_card", "parameters": {"title": "x"}}', id="name-parameters"),
+    pytest.param(
+        '<tool_call>\n{"name": "render_adaptive_card", "arguments": {"body": []}}\n</tool_call>',
+        id="tool-call-tags",
+    ),
+    pytest.param(
+        '```json\n[{"function": {"name": "render_adaptive_card", "arguments": "{}"}}]\n```',
+        id="fenced-list-of-calls",
+    ),
+    pytest.param(
+        'I will call the tool.\n{"name": "render_adaptive_card", "arguments": {}}',
+        id="call-after-prose",
+    ),
+]
+
+
+@pytest.mark.parametrize("reply", TEXT_CALLS)
+@pytest.mark.parametrize("accept", [DATE, []], ids=["case", "control"])
+def test_call_written_as_text_is_not_a_card(reply: str, accept: list[str]) -> None:
+    verdict = judge(reply, accept)
+    assert verdict == Verdict(False, "text-call", MALFORMED, (), ())
+
+
+def test_card_with_actions_and_no_body_is_a_card() -> None:
+    reply = '{"type":"AdaptiveCard","actions":[{"type":"Action.OpenUrl","url":"https://x"}]}'
+    assert detect_card(reply).is_card
+    verdict = judge(reply)
+    assert (verdict.label, verdict.failure) == (
+        "wrong-shape got Action.OpenUrl want Input.Date",
+        WRONG,
+    )
+    empty = judge('{"type":"AdaptiveCard","version":"1.5"}')
+    assert empty.label == "broken: not a renderable card (AdaptiveCard has no body and no actions)"
+
+
+# Cards in the shapes of the official Adaptive Cards samples (see data/cards/README.md).
+SAMPLE_CARDS = sorted((Path(__file__).parent / "data" / "cards").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SAMPLE_CARDS, ids=[p.stem for p in SAMPLE_CARDS])
+def test_sample_shaped_cards_pass_with_their_element_types(path: Path) -> None:
+    sample = json.loads(path.read_text(encoding="utf-8"))
+    for text in (
+        json.dumps(sample["card"], indent=2),
+        f"```json\n{json.dumps(sample['card'])}\n```",
+    ):
+        verdict = judge_card(text, accept=sample["accept"], requires_input=False)
+        assert verdict.passed, verdict.label
+        assert verdict.types == tuple(sample["types"])
+        assert verdict.unknown_types == ()
+
+
+def test_sample_shaped_card_followed_by_a_sentence_is_prose_with_card() -> None:
+    sample = json.loads((Path(__file__).parent / "data" / "cards" / "form.json").read_text())
+    reply = json.dumps(sample["card"], indent=2) + "\nLet me know if you want more rooms."
+    assert judge(reply, sample["accept"]).label == "prose-with-card"
+
+
 # --- prose ---------------------------------------------------------------------------------
 
 PROSE = [
@@ -306,18 +410,88 @@ def test_types_are_found_at_any_depth(
     assert verdict == Verdict(True, f"ok {shown}", None, types, ())
 
 
-def test_unknown_types_are_recorded_but_do_not_fail() -> None:
-    reply = json.dumps(
-        [
-            {"type": "DatePicker", "id": "d"},
-            {"type": "Input.Date", "id": "e", "inlines": [{"type": "TextRun"}]},
-            {"type": "ActionSet", "actions": [{"type": "Action.Execute"}]},
-            {"type": "Sparkle"},
-        ]
+INVENTED = json.dumps(
+    [
+        {"type": "DatePicker", "id": "d"},
+        {"type": "Input.Date", "id": "e", "inlines": [{"type": "TextRun"}]},
+        {"type": "ActionSet", "actions": [{"type": "Action.Execute"}]},
+        {"type": "Sparkle"},
+    ]
+)
+
+
+def test_invented_element_types_fail_as_wrong_element() -> None:
+    # An element the renderer does not know draws as an invisible blank: not a pass.
+    verdict = judge(INVENTED, requires_input=True)
+    assert (verdict.passed, verdict.label, verdict.failure) == (
+        False,
+        "invented DatePicker Sparkle",
+        WRONG,
     )
-    verdict = judge(reply, requires_input=True)
-    assert verdict.passed and verdict.unknown_types == ("DatePicker", "Sparkle")
+    assert verdict.unknown_types == ("DatePicker", "Sparkle")
     assert set(TOLERATED_TYPES) & set(verdict.unknown_types) == set()
+
+
+def test_allow_unknown_types_records_them_and_passes() -> None:
+    verdict = judge_card(INVENTED, accept=DATE, requires_input=True, allow_unknown=True)
+    assert verdict.passed and verdict.unknown_types == ("DatePicker", "Sparkle")
+
+
+def test_invented_type_beats_no_input() -> None:
+    verdict = judge('[{"type":"Foo.Bar"}]', requires_input=True)
+    assert (verdict.label, verdict.failure) == ("invented Foo.Bar", WRONG)
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        pytest.param(
+            {"type": "Input.ChoiceSet", "choices": [{"type": "Input.Choice", "title": "a"}]},
+            id="input-choice",
+        ),
+        pytest.param({"type": "FactSet", "facts": [{"type": "Fact", "title": "a"}]}, id="fact"),
+        pytest.param(
+            {"type": "Media", "sources": [{"type": "MediaSource", "url": "u"}]}, id="media-source"
+        ),
+        pytest.param(
+            {
+                "type": "ActionSet",
+                "actions": [{"type": "Action.Submit", "data": {"type": "Whatever.Payload"}}],
+            },
+            id="data-payload",
+        ),
+        pytest.param(
+            {
+                "type": "AdaptiveCard",
+                "body": [{"type": "TextBlock", "text": "hi"}],
+                "authentication": {
+                    "tokenExchangeResource": {"type": "Exchange", "id": "x"},
+                    "buttons": [{"type": "signin", "value": "u"}],
+                },
+            },
+            id="authentication",
+        ),
+    ],
+)
+def test_values_that_carry_a_type_are_not_elements(card: dict[str, Any]) -> None:
+    verdict = judge_card(json.dumps(card), accept=[card["type"]], requires_input=False)
+    assert verdict.passed and verdict.unknown_types == ()
+
+
+def test_elements_are_followed_into_action_cards_fallbacks_and_refresh() -> None:
+    card = {
+        "type": "AdaptiveCard",
+        "refresh": {"action": {"type": "Action.Execute"}},
+        "body": [
+            {"type": "Image", "selectAction": {"type": "Action.OpenUrl"}, "fallback": "drop"},
+            {"type": "Media", "fallback": {"type": "Blink"}},
+        ],
+        "actions": [{"type": "Action.ShowCard", "card": {"type": "AdaptiveCard", "body": [
+            {"type": "Input.Text", "inlineAction": {"type": "Action.Submit"}}]}}],
+    }  # fmt: skip
+    verdict = judge_card(json.dumps(card), accept=["Image"], requires_input=False)
+    assert verdict.label == "invented Blink"
+    assert set(verdict.types) >= {"Action.Execute", "Action.OpenUrl", "Input.Text", "Blink"}
 
 
 def test_custom_vocabulary_still_knows_nesting_types() -> None:
@@ -337,7 +511,7 @@ def test_reference_vocabulary_has_33_top_level_types() -> None:
     "verdict",
     [
         pytest.param(judge(DATE_ARRAY), id="pass"),
-        pytest.param(judge('[{"type":"Wobble"}]'), id="wrong-shape-unknown"),
+        pytest.param(judge('[{"type":"Wobble"}]'), id="invented"),
         pytest.param(judge("nope"), id="prose"),
         pytest.param(infra_verdict("ConnectError: [Errno 111] Connection refused"), id="infra"),
     ],

@@ -26,8 +26,6 @@ def reply(content: str = "", *calls: ToolCall) -> ChatReply:
     return ChatReply(content=content, tool_calls=calls)
 
 
-
-
 class TestContentChannel:
     @pytest.mark.parametrize(
         ("channel", "tool_name"),

@@ -20,6 +20,7 @@ from pytest_cardprobe.suite.loader import (
     DEFAULT_VOCABULARY,
     SCHEMA_PATH,
     Case,
+    SeedTurn,
     Suite,
     SuiteError,
     Turn,
@@ -30,6 +31,8 @@ from pytest_cardprobe.suite.loader import (
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "cases"
 SHIPPED = CASES_DIR / "cards.yaml"
+SHIPPED_CHANNELS = ("prose", "tool", "retry")
+SHIPPED_CONDITIONS = ("cold", "history", "seeded", "schema")
 
 # The offending line of each malformed variant carries this YAML comment, so the expected
 # line number is computed from the text instead of being hard-coded.
@@ -142,8 +145,8 @@ def test_shipped_suite_loads_with_the_reference_case_set() -> None:
     assert suite.case("facts").requires_input is False
 
     assert (suite.samples, suite.judge) == (2, "card")
-    assert suite.channels == CHANNELS
-    assert suite.conditions == CONDITIONS
+    assert suite.channels == SHIPPED_CHANNELS
+    assert suite.conditions == SHIPPED_CONDITIONS
     assert suite.options == {"num_predict": 512}
     assert suite.tool_name == "render_adaptive_card"
     assert [turn.role for turn in suite.history] == ["user", "assistant"]
@@ -159,7 +162,7 @@ def test_shipped_case_ids_do_not_collide_with_k_selection_words() -> None:
 
 def test_shipped_prompts_are_the_referenced_files() -> None:
     suite = load_suite(SHIPPED)
-    for channel in CHANNELS:
+    for channel in ("prose", "tool"):
         path = suite.prompt_files[channel]
         assert path == (CASES_DIR / "prompts" / f"{channel}.md").resolve()
         assert suite.prompts[channel] == path.read_text(encoding="utf-8")
@@ -304,6 +307,34 @@ def test_requires_input_defaults_from_accept_and_can_be_overridden(tmp_path: Pat
     assert suite.case("control").requires_input is False
 
 
+def test_opt_in_channels_and_conditions_load(tmp_path: Path) -> None:
+    text = edit(
+        BASE,
+        ("channels: [prose, tool]", "channels: [prose, tool, retry]"),
+        ("conditions: [cold, history]", "conditions: [cold, history, seeded, schema]"),
+        (
+            "samples: 2\n",
+            "samples: 2\nallow_unknown_types: true\nseed_turn:\n  user: Show a date picker.\n"
+            "  card: {type: AdaptiveCard, body: [{type: Input.Date, id: d}]}\n",
+        ),
+    )
+    suite = load_suite(write_suite(tmp_path, text))
+    assert suite.channels == CHANNELS
+    assert suite.conditions == CONDITIONS
+    assert suite.allow_unknown_types is True
+    assert suite.seed_turn == SeedTurn(
+        "Show a date picker.", {"type": "AdaptiveCard", "body": [{"type": "Input.Date", "id": "d"}]}
+    )
+    assert schema_errors(yaml.safe_load(text)) == []
+
+
+def test_retry_only_suite_needs_both_prompts(tmp_path: Path) -> None:
+    suite = load_suite(
+        write_suite(tmp_path, edit(BASE, ("channels: [prose, tool]", "channels: [retry]")))
+    )
+    assert set(suite.prompts) == {"prose", "tool"}
+
+
 def test_custom_vocabulary_and_judge(tmp_path: Path) -> None:
     text = edit(
         BASE,
@@ -359,7 +390,27 @@ VARIANTS: list[tuple[str, tuple[tuple[str, str], ...], str | None, str]] = [
     ("unknown-judge", (("judge: card", f"judge: vibes  {MARK}"),), "judge",
      "unknown judge 'vibes'; known judges: call, card"),
     ("unknown-channel", (("channels: [prose, tool]", f"channels: [prose, voice]  {MARK}"),),
-     "channels[1]", "unknown channel 'voice'; use prose, tool"),
+     "channels[1]", "unknown channel 'voice'; use prose, tool, retry"),
+    ("retry-without-tool",
+     (("channels: [prose, tool]", "channels: [prose, retry]"), (TOOL_BLOCK, "")),
+     "tool", "the `retry` channel needs a declaration"),
+    ("retry-without-tool-prompt",
+     (("channels: [prose, tool]", "channels: [prose, retry]"), ("  tool: tool.md\n", ""),
+      ("prompts:", f"prompts:  {MARK}")),
+     "prompts.tool", "missing required key"),
+    ("seeded-without-seed-turn",
+     (("conditions: [cold, history]", "conditions: [cold, seeded]"),),
+     "seed_turn", "the `seeded` condition needs a user text and a card"),
+    ("seed-turn-card-not-json",
+     (("samples: 2\n", f"samples: 2\nseed_turn:\n  user: Show a date.\n  card: hello  {MARK}\n"),),
+     "seed_turn.card", "non-empty mapping or list, got 'hello'"),
+    ("seed-turn-unknown-key",
+     (("samples: 2\n", "samples: 2\nseed_turn:\n  user: Show a date.\n  card: {type: Input.Date}\n"
+       f"  assistant: hi  {MARK}\n"),),
+     "seed_turn.assistant", "unknown key"),
+    ("allow-unknown-not-bool",
+     (("samples: 2\n", f"samples: 2\nallow_unknown_types: sometimes  {MARK}\n"),),
+     "allow_unknown_types", "expected true or false, got 'sometimes'"),
     ("channels-not-list", (("channels: [prose, tool]", f"channels: tool  {MARK}"),),
      "channels", "non-empty list of channels, got 'tool'"),
     ("unknown-condition", (("conditions: [cold, history]", f"conditions: [cold, warm]  {MARK}"),),
@@ -472,6 +523,12 @@ SCHEMA_REJECTS = [
     "unknown-channel",
     "channels-not-list",
     "unknown-condition",
+    "retry-without-tool",
+    "retry-without-tool-prompt",
+    "seeded-without-seed-turn",
+    "seed-turn-card-not-json",
+    "seed-turn-unknown-key",
+    "allow-unknown-not-bool",
     "accept-not-list",
     "accept-type-not-in-vocabulary",
     "accept-type-twice",

@@ -21,6 +21,7 @@ from pytest_cardprobe.suite.loader import NESTING_TYPES, REFERENCE_VOCABULARY
 from pytest_cardprobe.types import FailureClass, Verdict
 
 __all__ = [
+    "ELEMENT_KEYS",
     "NESTING_TYPES",
     "REFERENCE_VOCABULARY",
     "TOLERATED_PREFIXES",
@@ -33,6 +34,7 @@ __all__ = [
     "detect_card",
     "find_unknown_types",
     "infra_verdict",
+    "is_text_call",
     "judge_card",
     "truncated_verdict",
 ]
@@ -41,6 +43,31 @@ __all__ = [
 TOLERATED_TYPES: tuple[str, ...] = ("AdaptiveCard", "TextRun")
 #: Type-name prefixes that are never reported as unknown (actions live outside the body).
 TOLERATED_PREFIXES: tuple[str, ...] = ("Action.",)
+
+#: Keys under which the card schema puts elements (or actions, which are elements of their
+#: own kind). Only objects reached through these keys count as element types: a ``type`` in a
+#: ``data`` payload, an ``Input.Choice``, a ``Fact``, a ``MediaSource``, authentication
+#: buttons and token-exchange objects are values, not things a renderer draws.
+ELEMENT_KEYS: tuple[str, ...] = (
+    "body",
+    "items",
+    "columns",
+    "cells",
+    "rows",
+    "pages",
+    "tabs",
+    "images",
+    "actions",
+    "card",
+    "inlines",
+    "selectAction",
+    "inlineAction",
+    "fallback",
+)
+# A card's ``refresh`` object is not an element, but the action it holds is.
+_HOLDERS: dict[str, str] = {"refresh": "action"}
+# Wrappers small models put around a call written as text (docs/design.md §6).
+_CALL_WRAPPERS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
 
 LABEL_LIMIT = 120
 _ERROR_LIMIT = 80
@@ -66,6 +93,8 @@ class CardDetection:
             column count within that candidate (the fence content, when fenced).
         looks_like_json: the candidate starts with ``{`` or ``[``, or parsed as a JSON
             container or string. Bare numbers, booleans and null count as prose.
+        text_call: the reply is a function call written as text (a call object, a list of
+            them, or a call wrapper such as ``<tool_call>``), not a card.
     """
 
     value: Any = None
@@ -78,6 +107,7 @@ class CardDetection:
     duplicate_keys: tuple[str, ...] = ()
     error: str | None = None
     looks_like_json: bool = False
+    text_call: bool = False
 
     @property
     def has_duplicate_keys(self) -> bool:
@@ -124,8 +154,13 @@ def card_problem(value: Any) -> str | None:
         t = _type_name(value)
         if t is None:
             return 'object has no "type"'
-        if t == "AdaptiveCard" and not isinstance(value.get("body"), list):
-            return "AdaptiveCard body is not an array"
+        if t == "AdaptiveCard":
+            # The schema requires neither key, but a card with neither draws nothing.
+            if "body" in value and not isinstance(value["body"], list):
+                return "AdaptiveCard body is not an array"
+            actions = value.get("actions")
+            if "body" not in value and not (isinstance(actions, list) and actions):
+                return "AdaptiveCard has no body and no actions"
         return None
     if isinstance(value, list):
         if not value:
@@ -152,15 +187,70 @@ def _fenced_candidate(text: str) -> tuple[str, bool] | None:
     return None
 
 
+def _is_call_object(obj: Any) -> bool:
+    if not isinstance(obj, dict) or obj.get("type", "function") != "function":
+        return False
+    function = obj.get("function")
+    if isinstance(function, dict):
+        return isinstance(function.get("name"), str)
+    return isinstance(obj.get("name"), str) and ("arguments" in obj or "parameters" in obj)
+
+
+def is_text_call(value: Any) -> bool:
+    """True when a parsed value is a function call (or a list of calls), whatever its name.
+
+    Shapes: ``{"name", "arguments"}``, ``{"name", "parameters"}``, ``{"function": {...}}`` and
+    the OpenAI ``{"type": "function", "function": {...}}``. No element of a card has
+    ``arguments`` or ``parameters``, and a card's ``type`` is never ``function``.
+    """
+    if isinstance(value, list):
+        return bool(value) and all(_is_call_object(v) for v in value)
+    return _is_call_object(value)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _embedded_block(text: str) -> tuple[Any, bool] | None:
+    """A JSON block on lines of its own, with prose around it: (value, prose outside).
+
+    Only the first line that opens with ``{`` or ``[`` is tried: every later one may be a
+    line inside that block (a pretty-printed card cut short has whole elements on later
+    lines, and reading one of those as the card would hide the truncation). JSON in the
+    middle of a sentence (``call render({...})``) is not a block and stays prose.
+    """
+    m = re.search(r"^[ \t]*[\[{]", text, re.MULTILINE)
+    if m is None:
+        return None
+    start = m.end() - 1
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+    after = text[end:]
+    rest_of_line, _, _ = after.partition("\n")
+    if rest_of_line.strip(_DECORATION):
+        return None  # the block goes on after the JSON on the same line: not a block
+    tail = after.strip(_DECORATION)
+    if tail[:1] in ("{", "[", ","):
+        return None  # more JSON follows: two objects without a comma are not repaired
+    head = text[: m.start()].strip(_DECORATION)
+    return value, bool(head or tail)
+
+
 def detect_card(text: str) -> CardDetection:
     """Find the JSON a reply holds, in the order of docs/design.md §5.
 
     1. the raw (stripped) text as JSON;
     2. else the content of the first code fence that looks like JSON (balanced or not), or
        the text with leading/trailing whitespace and stray backticks removed;
-    3. else, for a ``{…}`` candidate, the same wrapped as ``[ … ]`` (``{…},{…}`` replies).
+    3. else, for a ``{…}`` candidate, the same wrapped as ``[ … ]`` (``{…},{…}`` replies);
+    4. else, with no fence, a card or call written as a block on lines of its own before
+       and/or after prose (``Here you go:\n{...}\nEnjoy!``): reported as wrapped in prose.
 
     Two objects on separate lines without a comma stay invalid JSON: no stage repairs them.
+    A call written as text (:func:`is_text_call`, or a ``<tool_call>``-style wrapper) is
+    flagged as ``text_call`` and is never a card.
     """
     raw = text.strip()
     ok, value, dupes, _ = _loads(raw)
@@ -179,12 +269,18 @@ def detect_card(text: str) -> CardDetection:
             bracketed = ok
         if ok:
             error = None
+        elif not fenced and (block := _embedded_block(raw)) is not None:
+            block_value, around = block
+            if around and (is_text_call(block_value) or card_problem(block_value) is None):
+                ok, value, wrapped, error = True, block_value, True, None
+                candidate = raw.strip(_DECORATION)
     looks = candidate[:1] in ("{", "[") or (ok and isinstance(value, (dict, list, str)))
-    problem = card_problem(value) if ok else None
+    call = (ok and is_text_call(value)) or any(w in raw for w in _CALL_WRAPPERS)
+    problem = card_problem(value) if ok and not call else None
     return CardDetection(
         value=value,
         parsed=ok,
-        is_card=ok and problem is None,
+        is_card=ok and not call and problem is None,
         reason=problem or "",
         fenced=fenced,
         wrapped_in_prose=wrapped,
@@ -192,21 +288,35 @@ def detect_card(text: str) -> CardDetection:
         duplicate_keys=dupes,
         error=error,
         looks_like_json=looks,
+        text_call=call,
     )
 
 
 def collect_types(value: Any) -> tuple[str, ...]:
-    """Sorted distinct ``type`` strings under any mapping or list, at any depth."""
+    """Sorted distinct element types of a card, read where the card schema puts elements.
+
+    The top level (one element, an array of elements, or an ``AdaptiveCard``) and every
+    object reached through :data:`ELEMENT_KEYS` count; other keys are values, whatever
+    ``type`` strings they hold (see :data:`ELEMENT_KEYS`).
+    """
     found: set[str] = set()
-    stack = [value]
+    stack: list[Any] = list(value) if isinstance(value, list) else [value]
     while stack:  # iterative: json.loads accepts nesting deeper than a recursive walk could
         node = stack.pop()
-        if isinstance(node, dict):
-            if (t := _type_name(node)) is not None:
-                found.add(t)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+        if not isinstance(node, dict):
+            continue  # e.g. ``"fallback": "drop"`` or a plain string inline
+        if (t := _type_name(node)) is not None:
+            found.add(t)
+        for key in ELEMENT_KEYS:
+            child = node.get(key)
+            if isinstance(child, list):
+                stack.extend(child)
+            elif isinstance(child, dict):
+                stack.append(child)
+        for holder, key in _HOLDERS.items():
+            held = node.get(holder)
+            if isinstance(held, dict):
+                stack.append(held.get(key))
     return tuple(sorted(found))
 
 
@@ -256,18 +366,24 @@ def judge_card(
     accept: Sequence[str],
     requires_input: bool,
     vocabulary: Collection[str] = REFERENCE_VOCABULARY,
+    allow_unknown: bool = False,
 ) -> Verdict:
     """Score one reply against a case: base verdict first, then the shape verdict.
 
     ``accept`` lists the element types that answer the case; empty means the negative
     control, where prose is the right answer. A reply that fails the base verdict
     (``duplicate-key``, ``prose-with-card``, ``broken: …``) keeps that label in every case,
-    the control included: it was an attempt at a card, and a malformed one.
+    the control included: it was an attempt at a card, and a malformed one. A function call
+    written as text is ``text-call`` (malformed): it is neither a card nor prose. A card
+    with element types outside ``vocabulary`` fails ``invented …`` (they render as
+    invisible blanks) unless ``allow_unknown`` is set.
     """
     det = detect_card(text)
     types = collect_types(det.value) if det.is_card else ()
     unknown = find_unknown_types(types, vocabulary)
     malformed = FailureClass.MALFORMED
+    if det.text_call:
+        return _fail("text-call", malformed)
     if det.has_duplicate_keys:
         return _fail("duplicate-key", malformed, types, unknown)
     if det.is_card and det.wrapped_in_prose:
@@ -283,6 +399,8 @@ def judge_card(
         return Verdict(True, "ok prose", None)
     if not det.is_card:
         return _fail("prose", FailureClass.DECLINED)
+    if unknown and not allow_unknown:
+        return _fail(f"invented {' '.join(unknown)}", FailureClass.WRONG_ELEMENT, types, unknown)
     if requires_input and not any(t.startswith("Input.") for t in types):
         return _fail("no-input", FailureClass.WRONG_ELEMENT, types, unknown)
     # AdaptiveCard is the envelope, not an answer: leaving it out keeps a bare element array

@@ -15,7 +15,11 @@ Judge = Callable[[str, Case, Suite], Verdict]
 def card_judge(text: str, case: Case, suite: Suite) -> Verdict:
     """The reference card judge (docs/design.md §5)."""
     return judge_card(
-        text, accept=case.accept, requires_input=case.requires_input, vocabulary=suite.vocabulary
+        text,
+        accept=case.accept,
+        requires_input=case.requires_input,
+        vocabulary=suite.vocabulary,
+        allow_unknown=suite.allow_unknown_types,
     )
 
 

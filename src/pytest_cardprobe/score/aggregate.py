@@ -22,6 +22,37 @@ def classes_of(channel: str) -> tuple[str, ...]:
     return CALL_FAILURE_CLASSES if channel == CALL_CHANNEL else FAILURE_CLASSES
 
 
+ROUTES: tuple[str, ...] = ("tool_calls", "recovered", "content")
+
+
+@dataclass
+class RetryCounts:
+    """The retry channel's table: what failed to parse, and what the retry made of it."""
+
+    parse_failures: int = 0  # first (prose) replies that failed to parse
+    retries: int = 0  # retries that got a reply
+    recovered: int = 0  # retries that passed
+    routes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0))
+
+    def add(self, passed: bool, route: str | None) -> None:
+        """Count one sample whose first reply failed to parse."""
+        self.parse_failures += 1
+        if route is None:
+            return  # the retry itself hit an infra error
+        self.retries += 1
+        self.recovered += passed
+        self.routes[route] = self.routes.get(route, 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "parse_failures": self.parse_failures,
+            "retries": self.retries,
+            "recovered": self.recovered,
+            "routes": dict(sorted(self.routes.items())),
+        }
+
+
 @dataclass
 class ArmScore:
     """Scores of one arm: suite x model x channel x condition."""
@@ -39,6 +70,9 @@ class ArmScore:
         default_factory=lambda: {"tool_calls": 0, "recovered": 0, "content": 0}
     )
     failures: dict[str, int] = field(default_factory=dict)
+    # Samples that passed, per route: with ``routes`` this splits the pass rate by route.
+    route_passed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0))
+    retry: RetryCounts = field(default_factory=lambda: RetryCounts())
     split: list[str] = field(default_factory=list)
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Model identity seen in this arm's cassettes, and "old → new" when a live run saw it change.
@@ -69,6 +103,10 @@ class ArmScore:
     def id(self) -> str:
         """The arm as one string, ``suite/model/channel/condition`` (baseline and report key)."""
         return "/".join(self.key)
+
+    def by_route(self) -> dict[str, tuple[int, int]]:
+        """Per route that carried any sample: (samples passed, samples)."""
+        return {r: (self.route_passed.get(r, 0), n) for r, n in sorted(self.routes.items()) if n}
 
     @property
     def adoption(self) -> float | None:
@@ -103,6 +141,10 @@ class ArmScore:
             if sample.route:
                 self.calls += 1
                 self.routes[sample.route] = self.routes.get(sample.route, 0) + 1
+                if sample.passed:
+                    self.route_passed[sample.route] = self.route_passed.get(sample.route, 0) + 1
+            if sample.retry_of is not None:
+                self.retry.add(sample.passed, sample.route)
             self.args_as_string += sample.args_as_string or 0
         if result.status == "unsupported":
             self.unsupported += 1
@@ -133,6 +175,8 @@ class ArmScore:
             "unsupported": self.unsupported,
             "calls": self.calls,
             "routes": dict(sorted(self.routes.items())),
+            "route_passed": dict(sorted(self.route_passed.items())),
+            "retry": self.retry.to_dict() if self.channel == "retry" else None,
             "adoption": None if self.adoption is None else round(self.adoption, 4),
             "failures": {k: self.failures.get(k, 0) for k in classes_of(self.channel)},
             "split": sorted(self.split),

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.gate import NEW, SAME, Gate
-from pytest_cardprobe.score.report import NO_BASELINE_HINT, failure_classes, pct
+from pytest_cardprobe.score.report import NO_BASELINE_HINT, failure_classes, pct, sections
 from pytest_cardprobe.types import FailureClass, ProbeResult
 
 # Colours per failure class; a class this table does not know gets one from SPARE.
@@ -291,6 +291,22 @@ def scoreboard_table(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     return "".join(out)
 
 
+def section_tables(arms: Sequence[ArmScore]) -> str:
+    """The tables after the scoreboard (the retry table, ...), one HTML section each."""
+    out = []
+    for section in sections(arms):
+        head = "".join(f"<th>{esc(h)}</th>" for h in section.headers)
+        trs = "".join(
+            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in section.body
+        )
+        out.append(
+            f"<section><h2>{esc(section.title)}</h2><p class='muted'>{esc(section.caption)}</p>"
+            f"<div class='scroll'><table class='board'><tr>{head}</tr>{trs}</table></div>"
+            "</section>"
+        )
+    return "".join(out)
+
+
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;
 max-width:1180px;padding:0 16px;color:#1d1d1f;background:#fafafa}
@@ -353,6 +369,7 @@ def html_report(
         f"{gate_section(gate)}"
         f"<section><h2>Scoreboard</h2><div class='scroll'>{scoreboard_table(arms, gate)}</div>"
         "</section>"
+        f"{section_tables(arms)}"
         f"<section><h2>Charts</h2>{''.join(charts)}</section>"
         f"<section><h2>Cases &times; arms</h2><p class='muted'>Colour: the first failing sample's "
         f"failure class. Open a cell for every sample's label, route and whole reply.</p>"

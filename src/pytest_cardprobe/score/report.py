@@ -34,6 +34,17 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{round(value * 100):d}%"
 
 
+#: Card channels whose replies travel more than one route (call arms have their own table).
+ROUTE_SPLIT_CHANNELS = ("tool", "retry")
+
+
+def by_route(arm: ArmScore, _: ArmComparison | None = None) -> str:
+    """Tool and retry arms: samples passed / samples, per route that carried any."""
+    if arm.channel not in ROUTE_SPLIT_CHANNELS:
+        return "-"
+    return "; ".join(f"{r} {p}/{n}" for r, (p, n) in arm.by_route().items()) or "-"
+
+
 def _signed(value: int) -> str:
     return f"{value:+d}" if value else "0"
 
@@ -107,6 +118,8 @@ def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
         if gate is not None and any(c.adoption_delta is not None for c in gate.arms.values()):
             cols.append(Column("±pt", _adoption_change))
     cols += [Column(r, _count("routes", r)) for r in routes_shown(arms)]
+    if any(a.channel in ROUTE_SPLIT_CHANNELS and a.by_route() for a in arms):
+        cols.append(Column("pass_by_route", by_route))
     if any(a.args_as_string for a in arms):
         cols.append(Column("args_as_string", lambda a, c: str(a.args_as_string)))
     cols += [Column(n, _count("failures", n)) for n in failure_classes(arms)]
@@ -124,6 +137,47 @@ def rows(arms: Sequence[ArmScore], gate: Gate | None) -> tuple[list[str], list[l
     cols = columns(arms, gate)
     found = gate.arms if gate else {}
     return [c.header for c in cols], [[c.cell(a, found.get(a.id)) for c in cols] for a in arms]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A table printed after the scoreboard, when the arms give it any row."""
+
+    title: str  # Markdown and HTML heading
+    caption: str  # terminal heading: what the table counts
+    headers: tuple[str, ...]
+    body: list[list[str]]
+
+
+RETRY_HEADERS = ("arm", "parse_failures", "retries", "recovered", "retry_route")
+
+
+def retry_section(arms: Sequence[ArmScore]) -> Section | None:
+    """The retry table: per retry-channel arm, what failed to parse and what the retry did."""
+    body = []
+    for arm in arms:
+        if arm.channel != "retry":
+            continue
+        t = arm.retry
+        routes = "; ".join(f"{r} {n}" for r, n in sorted(t.routes.items()) if n) or "-"
+        body.append([arm.id, str(t.parse_failures), str(t.retries), str(t.recovered), routes])
+    if not body:
+        return None
+    return Section(
+        "Retry",
+        "retry (prose first; a reply that fails to parse is asked again via the tool):",
+        RETRY_HEADERS,
+        body,
+    )
+
+
+# Each builder returns its section or None; a new table is one more entry here.
+SECTIONS: tuple[Callable[[Sequence[ArmScore]], Section | None], ...] = (retry_section,)
+
+
+def sections(arms: Sequence[ArmScore]) -> list[Section]:
+    """The sections these arms fill, in a fixed order."""
+    return [s for build in SECTIONS if (s := build(arms)) is not None]
 
 
 def groups(arms: Sequence[ArmScore]) -> list[list[ArmScore]]:
@@ -256,6 +310,8 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
     changes = model_changes(arms)
     if changes:
         lines += ["", "model changed since the recording:", *(f"  {c}" for c in changes)]
+    for section in sections(arms):
+        lines += ["", section.caption, *table(section.headers, section.body)]
     split = [(a, c) for a in arms for c in sorted(a.split)]
     if split:
         lines += ["", "split cases (samples disagreed):"]
@@ -283,6 +339,11 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
         out.append("| " + " | ".join(headers) + " |")
         out.append("|" + "---|" * len(headers))
         out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
+    for section in sections(arms):
+        out += ["", f"### {section.title}", ""]
+        out.append("| " + " | ".join(section.headers) + " |")
+        out.append("|" + "---|" * len(section.headers))
+        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in section.body)
     canary = canary_lines(gate)
     if canary:
         out += ["", "### Canaries", ""]

@@ -53,6 +53,7 @@ __all__ = [
     "SUITE_VERSION",
     "THINK_LEVELS",
     "Case",
+    "SeedTurn",
     "Suite",
     "SuiteError",
     "SuiteLimits",
@@ -61,13 +62,24 @@ __all__ = [
     "load_suite",
 ]
 
-CHANNELS: tuple[str, ...] = ("prose", "tool")
+CHANNELS: tuple[str, ...] = ("prose", "tool", "retry")
+CONDITIONS: tuple[str, ...] = ("cold", "history", "seeded", "schema")
+#: What a card suite runs when it names no channels or conditions; the others are opt-in.
+DEFAULT_CHANNELS: tuple[str, ...] = ("prose", "tool")
+DEFAULT_CONDITIONS: tuple[str, ...] = ("cold", "history")
+#: Channels whose first question is asked in prose (the retry channel asks in prose first).
+PROSE_FIRST: tuple[str, ...] = ("prose", "retry")
+#: Channels that declare the tool (the retry channel declares it on its second request).
+TOOL_USING: tuple[str, ...] = ("tool", "retry")
+#: The system prompts a card suite may name: one per way of asking.
+PROMPT_KINDS: tuple[str, ...] = ("prose", "tool")
 #: A call suite (``judge: call``) has one channel: the suite's own tools, all declared at once.
 CALL_JUDGE = "call"
 CALL_CHANNEL = "call"
+#: A call suite's conditions: the seeded and schema conditions shape card replies only.
+CALL_CONDITIONS: tuple[str, ...] = ("cold", "history")
 #: Every channel a probe may have (``--channel`` accepts these).
 ALL_CHANNELS: tuple[str, ...] = (*CHANNELS, CALL_CHANNEL)
-CONDITIONS: tuple[str, ...] = ("cold", "history")
 #: Reasoning levels: ``off``/``on`` for Ollama's boolean ``think``, the rest an effort level.
 THINK_LEVELS: tuple[str, ...] = ("off", "on", "low", "medium", "high")
 SUITE_VERSION = 1
@@ -114,16 +126,19 @@ _TOP_KEYS = (
     "tool",
     "history",
     "vocabulary",
+    "allow_unknown_types",
+    "seed_turn",
     "options",
     "think",
     "cases",
     "tools",
     "max_turns",
 )
+_SEED_KEYS = ("user", "card")
 _CASE_KEYS = ("id", "prompt", "accept", "requires_input")
 # Keys that only a call suite may use, and the card-only keys a call suite may not.
 _CALL_TOP_KEYS = ("tools", "max_turns")
-_CARD_ONLY_TOP_KEYS = ("tool", "vocabulary")
+_CARD_ONLY_TOP_KEYS = ("tool", "vocabulary", "allow_unknown_types", "seed_turn")
 _CALL_CASE_KEYS = ("id", "prompt", "expect", "results", "max_turns", "canary")
 _TURN_KEYS = ("role", "content")
 _TOOL_KEYS = ("type", "function")
@@ -196,6 +211,14 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class SeedTurn:
+    """The synthetic exchange of the ``seeded`` condition: a question and a card answering it."""
+
+    user: str
+    card: Any = field(hash=False)  # a JSON object or array, sent as the assistant's raw JSON
+
+
+@dataclass(frozen=True)
 class Suite:
     """A loaded, validated suite file.
 
@@ -218,6 +241,8 @@ class Suite:
     cases: tuple[Case, ...]
     # None when the suite does not say: --think or the ini key cardprobe_think decides.
     think: str | None = None
+    allow_unknown_types: bool = False
+    seed_turn: SeedTurn | None = None
     # Call suites only: every declared tool (sent with every request) and the file they
     # came from when ``tools:`` named one.
     tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
@@ -690,10 +715,13 @@ class _SuiteReader:
         if "prompts" not in data:
             self.fail(("prompts",), "missing required key")
         channels = self.names(
-            ("channels",), data.get("channels", list(CHANNELS)), CHANNELS, "channels"
+            ("channels",), data.get("channels", list(DEFAULT_CHANNELS)), CHANNELS, "channels"
         )
         conditions = self.names(
-            ("conditions",), data.get("conditions", list(CONDITIONS)), CONDITIONS, "conditions"
+            ("conditions",),
+            data.get("conditions", list(DEFAULT_CONDITIONS)),
+            CONDITIONS,
+            "conditions",
         )
         samples = self.samples(data.get("samples", 2))
         prompts, prompt_files = self.prompts(data["prompts"], channels)
@@ -701,14 +729,31 @@ class _SuiteReader:
         tool: dict[str, Any] = {}
         if "tool" in data:
             tool = self.tool(data["tool"])
-        elif "tool" in channels:
-            self.fail(("tool",), "missing required key: the `tool` channel needs a declaration")
+        elif using := [c for c in channels if c in TOOL_USING]:
+            self.fail(
+                ("tool",), f"missing required key: the `{using[0]}` channel needs a declaration"
+            )
 
         history: tuple[Turn, ...] = ()
         if "history" in data:
             history = self.history(data["history"])
         elif "history" in conditions:
             self.fail(("history",), "missing required key: the `history` condition needs turns")
+
+        seed_turn: SeedTurn | None = None
+        if "seed_turn" in data:
+            seed_turn = self.seed_turn(data["seed_turn"])
+        elif "seeded" in conditions:
+            self.fail(
+                ("seed_turn",),
+                "missing required key: the `seeded` condition needs a user text and a card",
+            )
+
+        allow_unknown = data.get("allow_unknown_types", False)
+        if not isinstance(allow_unknown, bool):
+            self.fail(
+                ("allow_unknown_types",), f"expected true or false, got {_describe(allow_unknown)}"
+            )
 
         vocabulary = DEFAULT_VOCABULARY
         if "vocabulary" in data:
@@ -736,6 +781,8 @@ class _SuiteReader:
             options=options,
             cases=cases,
             think=think,
+            allow_unknown_types=allow_unknown,
+            seed_turn=seed_turn,
         )
 
     def version(self, data: dict[str, Any]) -> None:
@@ -790,12 +837,14 @@ class _SuiteReader:
     ) -> tuple[dict[str, str], dict[str, Path]]:
         key: _KeyPath = ("prompts",)
         given = self.mapping(key, value, "a mapping of channel to prompt file")
-        self.check_keys(key, given, CHANNELS, channels)
+        # The retry channel asks in prose first and through the tool second: it needs both.
+        needed = [k for k in PROMPT_KINDS if k in channels or "retry" in channels]
+        self.check_keys(key, given, PROMPT_KINDS, needed)
         texts: dict[str, str] = {}
         files: dict[str, Path] = {}
         # Prompts for channels the suite does not declare are still checked (a stale path is
         # a bug waiting to happen) but are not returned: one prompt per declared channel.
-        for channel in CHANNELS:
+        for channel in PROMPT_KINDS:
             if channel not in given:
                 continue
             entry = (*key, channel)
@@ -803,7 +852,7 @@ class _SuiteReader:
             resolved, prompt = self.read_text(entry, relative, "prompt file")
             if not prompt.strip():
                 self.fail(entry, f"prompt file is empty: {resolved}")
-            if channel in channels:
+            if channel in needed:
                 texts[channel] = prompt
                 files[channel] = resolved
         return texts, files
@@ -858,7 +907,10 @@ class _SuiteReader:
         if "channels" in data:
             self.names(("channels",), data["channels"], channels, "channels")
         conditions = self.names(
-            ("conditions",), data.get("conditions", list(CONDITIONS)), CONDITIONS, "conditions"
+            ("conditions",),
+            data.get("conditions", list(DEFAULT_CONDITIONS)),
+            CALL_CONDITIONS,
+            "conditions",
         )
         samples = self.samples(data.get("samples", 2))
         prompts: dict[str, str] = {}
@@ -1083,6 +1135,21 @@ class _SuiteReader:
                 )
             turns.append(Turn(role=role, content=self.text((*entry, "content"), turn["content"])))
         return tuple(turns)
+
+    def seed_turn(self, value: Any) -> SeedTurn:
+        key: _KeyPath = ("seed_turn",)
+        seed = self.mapping(key, value, "a mapping with user and card")
+        self.check_keys(key, seed, _SEED_KEYS, _SEED_KEYS)
+        user = self.text((*key, "user"), seed["user"], "the user's question as text")
+        card = seed["card"]
+        # The assistant turn is the card's raw JSON: only a card-shaped value can be one.
+        if not isinstance(card, dict | list) or not card:
+            self.fail(
+                (*key, "card"),
+                f"expected the card as a non-empty mapping or list, got {_describe(card)}",
+            )
+        self.json_value((*key, "card"), card)
+        return SeedTurn(user=user, card=card)
 
     def vocabulary(self, value: Any) -> tuple[str, ...]:
         key: _KeyPath = ("vocabulary",)

@@ -24,6 +24,23 @@ class Probe:
         return f"{self.model}-{self.channel}-{self.condition}"
 
     @property
+    def skip_reason(self) -> str | None:
+        """Why this combination is not asked at all, or None when it is."""
+        if self.channel == "prose":
+            return None
+        if self.condition == "seeded":
+            return (
+                f"the seeded condition shows the model card JSON as an earlier prose answer; "
+                f"the {self.channel} channel cannot carry it"
+            )
+        if self.condition == "schema":
+            return (
+                f"the schema condition constrains a prose reply to card JSON; "
+                f"the {self.channel} channel does not answer in prose"
+            )
+        return None
+
+    @property
     def name(self) -> str:
         """The pytest item name, e.g. ``date[smollm2:135m-tool-cold]``."""
         return f"{self.case.id}[{self.param_id}]"
