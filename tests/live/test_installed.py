@@ -244,7 +244,8 @@ def test_builtin_suite_records_live_then_replays_with_the_same_verdicts(
         real_ollama.model,
         "-k",
         "date or table",
-        *("--channel", "prose", "--channel", "tool", "--condition", "cold", "--condition", "history"),
+        *("--channel", "prose", "--channel", "tool"),
+        *("--condition", "cold", "--condition", "history"),
         "--server",
         real_ollama.base_url,
     ]
