@@ -121,6 +121,20 @@ def _shown_turn(number: int, reply: ChatReply, turn: ModelTurn, many: bool) -> s
     return f"turn {number + 1}: {text}" if many else text
 
 
+def new_result(probe: Probe, nodeid: str) -> ProbeResult:
+    """A passing result for ``probe``, to be filled in by its samples."""
+    return ProbeResult(
+        nodeid=nodeid,
+        suite=probe.suite.name,
+        model=probe.model,
+        channel=probe.channel,
+        condition=probe.condition,
+        case=probe.case.id,
+        status="passed",
+        canary=probe.case.canary,
+    )
+
+
 class Runtime:
     """Per-session state and the probe runner."""
 
@@ -326,15 +340,7 @@ class Runtime:
     ) -> ProbeResult:
         """Ask ``probe`` ``samples`` times on ``server`` (default: this worker's) and judge."""
         server = server or self.server
-        result = ProbeResult(
-            nodeid=nodeid,
-            suite=probe.suite.name,
-            model=probe.model,
-            channel=probe.channel,
-            condition=probe.condition,
-            case=probe.case.id,
-            status="passed",
-        )
+        result = new_result(probe, nodeid)
         if probe.model in self.missing_models:
             result.status, result.message = "error", self.missing_models[probe.model]
             return result
@@ -393,16 +399,7 @@ class Runtime:
 
     def run_calls(self, probe: Probe, samples: int, nodeid: str) -> ProbeResult:
         """A call suite's probe: ask (and, for a sequence, loop) ``samples`` times; judge."""
-        result = ProbeResult(
-            nodeid=nodeid,
-            suite=probe.suite.name,
-            model=probe.model,
-            channel=probe.channel,
-            condition=probe.condition,
-            case=probe.case.id,
-            status="passed",
-            canary=probe.case.canary,
-        )
+        result = new_result(probe, nodeid)
         if probe.model in self.missing_models:
             result.status, result.message = "error", self.missing_models[probe.model]
             return result

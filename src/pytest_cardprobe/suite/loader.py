@@ -1176,21 +1176,7 @@ class _SuiteReader:
             case = self.mapping(entry, item, "a case mapping (id, prompt, accept)")
             self.check_keys(entry, case, _CASE_KEYS, ("id", "prompt", "accept"))
 
-            case_id = case["id"]
-            if not isinstance(case_id, str) or not _CASE_ID.fullmatch(case_id):
-                self.fail(
-                    (*entry, "id"),
-                    f"expected an id of letters, digits, '_', '.' or '-' (it becomes part of the "
-                    f"pytest test id), got {_describe(case_id)}",
-                )
-            if case_id in first_line:
-                where = first_line[case_id]
-                self.fail(
-                    (*entry, "id"),
-                    f"duplicate case id {case_id!r}"
-                    + (f" (first used on line {where})" if where else ""),
-                )
-            first_line[case_id] = self.lines.get((*entry, "id"))
+            case_id = self.case_id(entry, case["id"], first_line)
 
             prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
             accept = self.accept((*entry, "accept"), case["accept"], vocabulary)
