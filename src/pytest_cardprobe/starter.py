@@ -27,6 +27,7 @@ from pytest_cardprobe.suite.builtin import builtin_suite_path
 #: The folder the starter goes into (and what ``testpaths`` names).
 STARTER_DIR = "cardprobe"
 STARTER_SUITE = "my-cards"
+STARTER_TOOLS_SUITE = "my-tools"
 #: The model written to ``cardprobe_models`` when ``--model`` is not given: the tiny model
 #: this project's own tests use (``ollama pull smollm2:135m``); change it to yours.
 DEFAULT_MODEL = "smollm2:135m"
@@ -76,6 +77,61 @@ cases:
 """
 
 
+# A call suite: does the model call the tools your application declares, with the right
+# arguments, and leave them alone when no tool fits? Its prompt comes from the built-in
+# tools suite; the tools are declared inline here (point `tools:` at a JSON or YAML file to
+# use the very file your application sends).
+_TOOLS_SUITE = """\
+# A starter call suite, written by `python -m pytest_cardprobe init`. Replace the tools with
+# yours; each case says which call a good answer makes, or that no tool fits.
+cardprobe: 1
+name: {name}
+judge: call
+conditions: [cold]
+samples: 2
+prompts:
+  call: prompts/call.md
+options:
+  num_predict: 160
+tools:
+  - type: function
+    function:
+      name: get_weather
+      description: Current weather for one city.
+      parameters:
+        type: object
+        properties:
+          city: {{type: string, description: The city name, e.g. Lisbon.}}
+          unit: {{type: string, enum: [celsius, fahrenheit], description: Temperature unit.}}
+        required: [city]
+  - type: function
+    function:
+      name: set_reminder
+      description: Remind the user of something at a given time today.
+      parameters:
+        type: object
+        properties:
+          text: {{type: string, description: What to remind the user of.}}
+          time: {{type: string, description: Time of day as HH:MM, 24-hour clock.}}
+        required: [text, time]
+cases:
+  - id: weather_lisbon
+    prompt: Is it raining in Lisbon right now?
+    expect:
+      call: get_weather
+      args: {{city: {{regex: "(?i)lisbon"}}}}
+  - id: remind_call
+    prompt: Remind me to call the dentist at 15:30.
+    expect:
+      call: set_reminder
+      args: {{time: "15:30", text: {{contains: dentist, ignore_case: true}}}}
+  # Irrelevance: no tool fits, so any call is an over-call.
+  - id: capital_question
+    prompt: What is the capital of Norway?
+    expect:
+      no_call: true
+"""
+
 # Blocks taken from the built-in cards suite, with what each is for.
 _SHARED = (
     ("options", "Extra request options; num_predict caps a rambling reply."),
@@ -111,7 +167,7 @@ class Plan:
 
 
 def starter_files(root: Path) -> dict[Path, str]:
-    """The starter suite and its prompt files, built from the built-in cards suite."""
+    """The starter card and call suites and their prompt files, built from the built-in ones."""
     cards = builtin_suite_path("cards")
     data = yaml.safe_load(cards.read_text(encoding="utf-8"))
     # The tool declaration, history and options come from the built-in suite so the two
@@ -129,6 +185,12 @@ def starter_files(root: Path) -> dict[Path, str]:
     for channel, relative in data["prompts"].items():
         source = cards.parent / relative
         files[folder / "prompts" / f"{channel}.md"] = source.read_text(encoding="utf-8")
+    tools = builtin_suite_path("tools")
+    tools_data = yaml.safe_load(tools.read_text(encoding="utf-8"))
+    files[folder / f"{STARTER_TOOLS_SUITE}.yaml"] = _TOOLS_SUITE.format(name=STARTER_TOOLS_SUITE)
+    files[folder / "prompts" / "call.md"] = (
+        tools.parent / tools_data["prompts"]["call"]
+    ).read_text(encoding="utf-8")
     return files
 
 

@@ -191,7 +191,7 @@ def test_init_then_pytest_says_not_recorded_per_test(venv: Venv, empty: Path) ->
         for line in result.stdout.splitlines()
         if line.startswith("not recorded — run with --live to record it: pytest --live")
     ]
-    assert len(failed) == len(not_recorded) == 20, shown(result)
+    assert len(failed) == len(not_recorded) == 23, shown(result)
     assert "Traceback" not in result.stdout + result.stderr
 
 

@@ -9,9 +9,16 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.__main__ import main as cli
-from pytest_cardprobe.starter import DEFAULT_MODEL, STARTER_DIR, STARTER_SUITE, run
+from pytest_cardprobe.starter import (
+    DEFAULT_MODEL,
+    STARTER_DIR,
+    STARTER_SUITE,
+    STARTER_TOOLS_SUITE,
+    run,
+)
 from pytest_cardprobe.suite.builtin import builtin_suite_path
 from pytest_cardprobe.suite.loader import load_suite
+from pytest_cardprobe.suite.toollint import lint_tools
 
 SUITE = Path(STARTER_DIR) / f"{STARTER_SUITE}.yaml"
 
@@ -22,6 +29,20 @@ def init(root: Path, *args: str) -> int:
 
 def snapshot(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): p.read_text() for p in root.rglob("*") if p.is_file()}
+
+
+def test_the_starter_call_suite_loads_with_clean_tools_and_every_kind_of_expectation(
+    tmp_path: Path,
+) -> None:
+    assert init(tmp_path) == 0
+    suite = load_suite(tmp_path / STARTER_DIR / f"{STARTER_TOOLS_SUITE}.yaml")
+    assert suite.is_call_suite and suite.name == STARTER_TOOLS_SUITE
+    assert [t["function"]["name"] for t in suite.tools] == ["get_weather", "set_reminder"]
+    assert lint_tools(suite.tools, suite.path) == []
+    kinds = {c.expect.kind for c in suite.cases if c.expect is not None}
+    assert kinds == {"call", "no_call"}
+    tools = load_suite(builtin_suite_path("tools"))
+    assert dict(suite.prompts) == dict(tools.prompts)
 
 
 def test_empty_folder_gets_a_suite_that_loads_and_a_pytest_ini(tmp_path: Path) -> None:
