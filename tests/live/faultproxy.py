@@ -32,7 +32,9 @@ class FaultProxy:
     hang_s: float = 6.0  # how long "hang" holds a connection without answering
     drip_delay_s: float = 0.2  # pause between the bytes of "drip"
     lifetime_s: float = 300.0
-    seen: list[str] = field(default_factory=list)  # "<fault> <path>" per connection
+    # Only chat requests meet faults; the preflight's model checks and anything else pass.
+    fault_paths: tuple[str, ...] = ("/api/chat", "/v1/chat/completions")
+    seen: list[str] = field(default_factory=list)  # "<fault> <path>" per chat request
 
     def __post_init__(self) -> None:
         for fault in self.faults:
@@ -67,22 +69,24 @@ class FaultProxy:
                 continue
             except OSError:
                 return
-            with self._lock:
-                fault = self.faults.pop(0) if self.faults else "pass"
-            worker = threading.Thread(target=self._handle, args=(conn, fault), daemon=True)
+            worker = threading.Thread(target=self._handle, args=(conn,), daemon=True)
             worker.start()
             self._threads.append(worker)
 
     # -- one connection
 
-    def _handle(self, conn: socket.socket, fault: str) -> None:
+    def _handle(self, conn: socket.socket) -> None:
         with contextlib.closing(conn):
             conn.settimeout(30)
             try:
                 method, path, headers, body = _read_request(conn)
             except (OSError, ValueError):
                 return
-            self.seen.append(f"{fault} {path}")
+            fault = "pass"
+            if path.split("?", 1)[0] in self.fault_paths:
+                with self._lock:
+                    fault = self.faults.pop(0) if self.faults else "pass"
+                    self.seen.append(f"{fault} {path}")
             # OSError: the client gave up (its timeout); nothing more to do.
             with contextlib.suppress(OSError):
                 self._answer(conn, fault, method, path, headers, body)

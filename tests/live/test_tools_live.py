@@ -233,7 +233,9 @@ def test_shipped_tool_suite_slice_through_openai_on_llama_server(
         f"cardprobe_servers = {real_llama_server.base_url}\ncardprobe_api = openai\n"
     )
     slice_ = ("-k", "readme or capital or find_then_read", "--condition", "cold", "--samples", "1")
-    live, live_report = run(pytester, "--live", *slice_)
+    # The model fails most cases; the first recording writes the baseline, so the run is
+    # not red for it, and the replay reads the same failures as known.
+    live, live_report = run(pytester, "--live", "--update-baseline", *slice_)
     assert live.ret == 0, live.stdout.str()
     assert len(live_report["tests"]) == 3
     for test in live_report["tests"]:

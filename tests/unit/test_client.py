@@ -28,6 +28,7 @@ from pytest_cardprobe.wire.client import (
     ModelNotFound,
     RequestRejected,
     ToolsUnsupported,
+    model_identity,
     parse_ollama_reply,
     parse_ollama_stream,
     parse_openai_reply,
@@ -328,6 +329,49 @@ def test_vllm_unknown_model_is_model_not_found(
     client, _ = make_client("openai")
     with pytest.raises(ModelNotFound):
         client.chat(make_request())
+
+
+# The listing shapes below are those the real servers print (llama-server marks its one
+# model ``owned_by: llamacpp``; vLLM and Ollama's /v1 list every model they serve).
+LLAMA_SERVER_LISTING = {"object": "list", "data": [{"id": "served-alias", "owned_by": "llamacpp"}]}
+MULTI_LISTING = {
+    "object": "list",
+    "data": [{"id": "a:1b", "owned_by": "library"}, {"id": "b:1b", "owned_by": "library"}],
+}
+
+
+def test_single_model_llama_server_answers_any_name_and_pins_its_own(
+    make_client: MakeClient, server: respx.MockRouter
+) -> None:
+    server.get("/v1/models").respond(200, json=LLAMA_SERVER_LISTING)
+    client, _ = make_client("openai")
+    assert model_identity(client, "name-the-suite-uses") == {"id": "served-alias"}
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        MULTI_LISTING,
+        {"data": [{"id": "only:1b", "owned_by": "vllm"}]},
+        {"data": [{"id": "x", "owned_by": "llamacpp"}, {"id": "y", "owned_by": "llamacpp"}]},
+    ],
+    ids=["several-models", "vllm-one-model", "llama-router"],
+)
+def test_an_unlisted_model_elsewhere_is_not_found_naming_what_is_listed(
+    make_client: MakeClient, server: respx.MockRouter, listing: dict[str, Any]
+) -> None:
+    server.get("/v1/models").respond(200, json=listing)
+    client, _ = make_client("openai")
+    with pytest.raises(ModelNotFound, match="is not listed by GET .*/v1/models .it lists: "):
+        model_identity(client, "missing:7b")
+
+
+def test_a_listed_model_is_pinned_by_its_name(
+    make_client: MakeClient, server: respx.MockRouter
+) -> None:
+    server.get("/v1/models").respond(200, json=MULTI_LISTING)
+    client, _ = make_client("openai")
+    assert model_identity(client, "b:1b") == {"id": "b:1b"}
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
