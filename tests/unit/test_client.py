@@ -362,7 +362,7 @@ def test_an_unlisted_model_elsewhere_is_not_found_naming_what_is_listed(
 ) -> None:
     server.get("/v1/models").respond(200, json=listing)
     client, _ = make_client("openai")
-    with pytest.raises(ModelNotFound, match="is not listed by GET .*/v1/models .it lists: "):
+    with pytest.raises(ModelNotFound, match=r"is not listed by GET .*/v1/models \(it lists: "):
         model_identity(client, "missing:7b")
 
 
