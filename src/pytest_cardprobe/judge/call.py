@@ -67,8 +67,9 @@ class ModelTurn:
 
     route: str
     calls: tuple[ToolCall, ...]
-    content: str
+    content: str  # the answer, without a leading <think> block
     refused: str | None = None
+    thinking: str = ""  # that block's text: reported, never judged
 
 
 # --------------------------------------------------------------------------- values

@@ -89,12 +89,14 @@ def turn_of(reply: ChatReply, declared: Sequence[str]) -> ModelTurn:
     from pytest_cardprobe.judge.call import ModelTurn
     from pytest_cardprobe.judge.recovery import recover_tool_calls
 
+    # A leading <think> block is reasoning, not the answer: calls are looked for after it.
+    content, thinking = split_reasoning(reply.content)
     if reply.tool_calls:
-        return ModelTurn("tool_calls", reply.tool_calls, reply.content)
-    recovery = recover_tool_calls(reply.content, list(declared))
+        return ModelTurn("tool_calls", reply.tool_calls, content, thinking=thinking)
+    recovery = recover_tool_calls(content, list(declared))
     if recovery.error:
-        return ModelTurn("content", (), reply.content, refused=recovery.error)
+        return ModelTurn("content", (), content, refused=recovery.error, thinking=thinking)
     if recovery.calls:
         calls = tuple(ToolCall(c.name, dict(c.arguments)) for c in recovery.calls)
-        return ModelTurn("recovered", calls, reply.content)
-    return ModelTurn("content", (), reply.content)
+        return ModelTurn("recovered", calls, content, thinking=thinking)
+    return ModelTurn("content", (), content, thinking=thinking)

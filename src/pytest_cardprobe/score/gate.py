@@ -124,7 +124,7 @@ class Gate:
     gains: list[str] = field(default_factory=list)
     unscored: int = 0
     total: int = 0
-    max_unscored: float = 0.2
+    max_unscored: float = GateSettings.max_unscored  # one default, in GateSettings
     had_baseline: bool = True
     updated_path: str | None = None
     # Call suites: this run's canaries, and those whose verdict left the baseline's (each
