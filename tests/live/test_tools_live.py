@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -167,6 +168,17 @@ def test_ollama_call_suite_records_real_calls_and_a_loop_then_replays(
 ) -> None:
     make_project(pytester, real_ollama.base_url, real_ollama.model, "ollama")
     record_and_replay(pytester, "ollama")
+    # Call suites take the same live path as card suites: one unrecorded warm-up before
+    # the first recorded request, and the model's digest pinned in every cassette.
+    tags = httpx.get(f"{real_ollama.base_url}/api/tags", timeout=30).json()["models"]
+    digest = next(m["digest"] for m in tags if m["name"] == real_ollama.model)
+    live, report = run(pytester, "--live", "-k", "read")
+    live.stdout.fnmatch_lines([f"warm-up (unrecorded, unscored): {real_ollama.model} on *"])
+    cassette = pytester.path / "cassettes" / "mini" / "smollm2%3A135m" / "read-call-cold.yaml"
+    data = yaml.safe_load(cassette.read_text())
+    assert data["metadata"]["cardprobe"]["model"]["digest"] == digest
+    assert len(data["interactions"]) == 1  # the warm-up is not in it
+    assert report["arms"][0]["model_digest"] == [digest]
 
 
 def test_llama_server_call_suite_records_real_calls_and_a_loop_then_replays(
