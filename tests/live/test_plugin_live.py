@@ -31,7 +31,9 @@ LABEL = re.compile(
     r"|wrong-shape got .+ want .+|broken: .+|infra: .+|truncated at the token limit .+)$"
 )
 CLOSED_PORT = "http://127.0.0.1:9"  # discard port: nothing listens, so any request would fail
-SLICE = ("-k", "date or control")  # one input case and the prose control: 2 cases
+# One input case and the prose control on the suite's original four arms (prose and tool,
+# cold and history): 8 tests, one request per sample.
+SLICE = ("-k", "(date or control) and not retry", "--condition", "cold", "--condition", "history")
 
 
 def make_project(pytester: pytest.Pytester, server: str, model: str, api: str = "ollama") -> None:
