@@ -42,12 +42,14 @@ def problems(settings: Settings) -> list[str]:
                     found.append(str(exc))
                 except InfraError as exc:
                     found.append(
-                        f"server {server} does not answer ({exc}); start it, or fix --server / "
-                        "cardprobe_servers"
+                        f"server {client.shown_url} does not answer ({exc}); start it, or fix "
+                        "--server / cardprobe_servers"
                     )
                     break  # one message per server, not one per model
                 except ClientError as exc:
-                    found.append(f"server {server} refused to describe model {model!r}: {exc}")
+                    found.append(
+                        f"server {client.shown_url} refused to describe model {model!r}: {exc}"
+                    )
         finally:
             client.close()
     return found

@@ -45,6 +45,7 @@ from pytest_cardprobe.wire.client import (
     RequestRejected,
     Unsupported,
     model_identity,
+    redact_url,
     server_figures,
 )
 from pytest_cardprobe.wire.slots import server_slot
@@ -191,8 +192,9 @@ class Runtime:
         streak = self._infra_streak.get(server, 0) + 1
         self._infra_streak[server] = streak
         if streak >= self.settings.breaker and server not in self.broken_servers:
+            shown = redact_url(server)
             self.broken_servers[server] = (
-                f"circuit breaker open: {streak} consecutive infra failures on {server} "
+                f"circuit breaker open: {streak} consecutive infra failures on {shown} "
                 f"(ini cardprobe_breaker = {self.settings.breaker}); its remaining tests "
                 f"were not asked. Last failure: {infra}"
             )
@@ -306,7 +308,7 @@ class Runtime:
         if not self.settings.warmup or key in self._warmed:
             return None
         self._warmed.add(key)
-        outcome: dict[str, Any] = {"model": request.model, "server": server}
+        outcome: dict[str, Any] = {"model": request.model, "server": redact_url(server)}
         with server_slot(server, self.settings.parallel):
             started = time.perf_counter()
             try:
@@ -382,7 +384,7 @@ class Runtime:
             prints = fingerprint(request, redact=s.redact_fields)
         identity: dict[str, str] = {}
         if self.backend.records(path, prints):
-            result.server = server
+            result.server = redact_url(server)  # shown in reports: no credentials
             # Both happen before the cassette opens, so neither is recorded.
             identity = dict(self.identity(server, probe.model))
             before = recorded_model(path)

@@ -24,6 +24,7 @@ from pytest_cardprobe.score.outcome import FAILED, FLIP
 from pytest_cardprobe.score.report import json_report, markdown
 from pytest_cardprobe.state import CardprobeState
 from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.wire.client import redact_url
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def run_info(state: CardprobeState) -> dict[str, object]:
         "models": list(s.models),
         "mode": "live" if s.live else "replay",
         "api": s.api,
-        "servers": list(s.servers) if s.live else [],
+        "servers": [redact_url(u) for u in s.servers] if s.live else [],
         "samples": s.samples,
         "channels": list(s.channels),
         "conditions": list(s.conditions),

@@ -109,12 +109,14 @@ def test_no_secret_reaches_a_cassette_the_terminal_or_a_report(
     assert set(interaction["response"]["headers"]) <= {"content-type"}
     assert "[redacted]" in interaction["request"]["body"]
 
-    # The same secrets towards a port where nothing listens: the error names the server.
+    # The same secrets towards a port where nothing listens: the preflight's one error
+    # names the server, without its credentials.
     refused, refused_printed = run_with_secrets(
         pytester, secret_url("http://127.0.0.1:9"), "--cardprobe-json=out/refused.json"
     )
-    assert refused.ret == pytest.ExitCode.TESTS_FAILED, refused_printed
-    assert "cannot reach http://127.0.0.1:9/" in refused_printed, refused_printed
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused_printed
+    assert "server http://127.0.0.1:9/ does not answer" in refused_printed, refused_printed
+    assert "cannot reach http://127.0.0.1:9" in refused_printed, refused_printed
 
     everything = "\n".join([printed, refused_printed, written_text(pytester.path)])
     for secret in ALL:

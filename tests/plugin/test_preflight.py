@@ -30,3 +30,17 @@ def test_replay_never_contacts_a_server(project: pytest.Pytester) -> None:
     # Not recorded, so every test errors, but no preflight stopped the run.
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "does not answer" not in result.stderr.str()
+
+
+def test_the_preflight_error_shows_no_credentials_of_the_server_url(
+    project: pytest.Pytester,
+) -> None:
+    secret = "http://someone:pa55word-9@127.0.0.1:9/?api_key=k3y-9&region=eu"
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", secret
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "server http://127.0.0.1:9/?region=eu does not answer" in err, err
+    for part in ("someone", "pa55word-9", "k3y-9"):
+        assert part not in err + result.stdout.str()

@@ -715,7 +715,8 @@ def _get_json(http: Any, method: str, path: str, body: Any = None) -> Any:
     try:
         response = http.request(method, path, json=body)
     except httpx.HTTPError as exc:
-        raise InfraError(f"cannot reach {http.base_url}: {type(exc).__name__}: {exc}") from exc
+        shown = redact_url(str(http.base_url))
+        raise InfraError(f"cannot reach {shown}: {type(exc).__name__}: {exc}") from exc
     if response.status_code >= 400:
         return response
     try:
@@ -746,7 +747,7 @@ def model_identity(client: ChatClient, model: str) -> dict[str, str]:
             return {"id": ids[0]}
         if model not in ids:
             raise ModelNotFound(
-                f"model {model!r} is not listed by GET {client.settings.base_url}/v1/models "
+                f"model {model!r} is not listed by GET {client.shown_url}/v1/models "
                 f"(it lists: {', '.join(ids) or 'nothing'})"
             )
         return {"id": model}
@@ -755,7 +756,7 @@ def model_identity(client: ChatClient, model: str) -> dict[str, str]:
         error = classify_http_error(shown, model)
         if shown.status_code == 404:
             raise ModelNotFound(
-                f"model {model!r} not found on {client.settings.base_url}; "
+                f"model {model!r} not found on {client.shown_url}; "
                 f"fetch it with: ollama pull {model}"
             )
         raise error
