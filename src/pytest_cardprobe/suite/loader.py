@@ -19,7 +19,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -992,23 +992,32 @@ class _SuiteReader:
             fail_in_file((), f"expected a list of tool declarations, got {_describe(loaded)}")
         return check_tools(loaded, fail_in_file), resolved
 
-    def call_cases(self, value: Any, declared: list[str], max_turns: int) -> tuple[Case, ...]:
+    def case_entries(
+        self, value: Any, known: Sequence[str], third: str
+    ) -> Iterator[tuple[_KeyPath, dict[str, Any], str, str]]:
+        """Each case of ``cases:`` as (key path, mapping, unique id, prompt), checked alike
+        for card and call suites; ``third`` is the key each kind requires besides id and
+        prompt (``accept`` or ``expect``)."""
         key: _KeyPath = ("cases",)
         if not isinstance(value, list) or not value:
             self.fail(key, f"expected a non-empty list of cases, got {_describe(value)}")
-        cases: list[Case] = []
         first_line: dict[str, int | None] = {}
         for index, item in enumerate(value):
             entry = (*key, index)
-            case = self.mapping(entry, item, "a case mapping (id, prompt, expect)")
-            self.check_keys(entry, case, _CALL_CASE_KEYS, ("id", "prompt", "expect"))
+            case = self.mapping(entry, item, f"a case mapping (id, prompt, {third})")
+            self.check_keys(entry, case, known, ("id", "prompt", third))
             case_id = self.case_id(entry, case["id"], first_line)
+            prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
+            yield entry, case, case_id, prompt
+
+    def call_cases(self, value: Any, declared: list[str], max_turns: int) -> tuple[Case, ...]:
+        cases: list[Case] = []
+        for entry, case, case_id, prompt in self.case_entries(value, _CALL_CASE_KEYS, "expect"):
 
             def fail(key: _KeyPath, problem: str, case_id: str = case_id) -> NoReturn:
                 # Name the case by its id too: "cases[7]" alone sends people counting.
                 self.fail(key, f"case {case_id!r}: {problem}")
 
-            prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
             expect = parse_expectation(case["expect"], (*entry, "expect"), fail, declared)
             results: tuple[ScriptedResult, ...] = ()
             if "results" in case:
@@ -1166,19 +1175,8 @@ class _SuiteReader:
         return tuple(seen)
 
     def cases(self, value: Any, vocabulary: tuple[str, ...]) -> tuple[Case, ...]:
-        key: _KeyPath = ("cases",)
-        if not isinstance(value, list) or not value:
-            self.fail(key, f"expected a non-empty list of cases, got {_describe(value)}")
         cases: list[Case] = []
-        first_line: dict[str, int | None] = {}
-        for index, item in enumerate(value):
-            entry = (*key, index)
-            case = self.mapping(entry, item, "a case mapping (id, prompt, accept)")
-            self.check_keys(entry, case, _CASE_KEYS, ("id", "prompt", "accept"))
-
-            case_id = self.case_id(entry, case["id"], first_line)
-
-            prompt = self.text((*entry, "prompt"), case["prompt"], "a non-empty question")
+        for entry, case, case_id, prompt in self.case_entries(value, _CASE_KEYS, "accept"):
             accept = self.accept((*entry, "accept"), case["accept"], vocabulary)
 
             # A case needs an input when every accepted type is one; a control needs nothing.
