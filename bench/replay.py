@@ -130,6 +130,18 @@ def ollama_reply(probe: Any, index: int, rng: random.Random, when: dt.datetime) 
     return dumps(reply, ensure_ascii=False, separators=(",", ":"))
 
 
+def same_matrix(cases: Path) -> None:
+    """The matrix every figure in BENCHMARKS.md is measured on: the card suite's original
+    four arms (prose and tool, cold and history), without the later opt-in ones and without
+    the tool-call suite, so 25 cases x 4 arms x ``--models`` models."""
+    import yaml
+
+    (cases / "tools.yaml").unlink(missing_ok=True)
+    suite = yaml.safe_load((cases / "cards.yaml").read_text())
+    suite.update(channels=["prose", "tool"], conditions=["cold", "history"])
+    (cases / "cards.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+
+
 def probes_and_runtime(project: Path, models: list[str]) -> tuple[list[Any], Any]:
     """The matrix as the plugin expands it, and a replay runtime over the project."""
     from pytest_cardprobe.runtime import Runtime
@@ -382,6 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(root / folder, ignore_errors=True)
             (root / folder).mkdir(parents=True)
         shutil.copytree(REPO / "cases", root / "replay" / "cases")
+        same_matrix(root / "replay" / "cases")
         ini = "[pytest]\ncardprobe_models =" + "".join(f"\n    {m}" for m in models) + "\n"
         (root / "replay" / "pytest.ini").write_text(ini)
         (root / "bare" / "pytest.ini").write_text("[pytest]\n")
