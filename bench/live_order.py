@@ -146,6 +146,8 @@ def project(work: Path, name: str, cases: int, num_predict: int) -> Path:
     """A copy of the shipped suite with its first ``cases`` cases and a capped num_predict."""
     root = work / name
     shutil.copytree(REPO / "cases", root / "cases")
+    # The card suite alone: the tool-call suite is not part of these measurements.
+    (root / "cases" / "tools.yaml").unlink(missing_ok=True)
     suite_path = root / "cases" / "cards.yaml"
     suite = yaml.safe_load(suite_path.read_text())
     suite["cases"] = suite["cases"][:cases]
@@ -243,6 +245,9 @@ json.dump(replies, open(sys.argv[3], "w"))
 
 def compare_with_loop(url: str, root: Path, src: Path, rounds: int) -> None:
     """Plugin and plain loop, alternated, each a fresh process timed from launch to exit."""
+    # An untimed first recording gives the request bodies, in the order the plugin sends them.
+    neutral(url, SMOLLM)
+    run_plugin(root, src, url, [SMOLLM], ["--no-warmup"])
     requests = run_order_requests(root, src, "cassettes", [SMOLLM])
     sent = root / "loop-requests.json"
     sent.write_text(json.dumps(requests))
@@ -302,7 +307,6 @@ def main() -> None:
         if "order" not in opts.skip:
             print("\n| order | tests | wall s | prompt_eval s | load s | total server s |")
             print("|---|---|---|---|---|---|")
-            walls = {}
             for label, src, extra in (
                 ("old (case-major)", old_src, []),
                 ("new (model, channel, condition, case)", new_src, ["--no-warmup"]),
@@ -311,7 +315,6 @@ def main() -> None:
                 neutral(url, SMOLLM)
                 wall, done = run_plugin(root, src, url, [SMOLLM], extra)
                 bodies = replies(root / "cassettes")
-                walls[label.split()[0]] = (wall, root)
                 row = [label, str(len(bodies)), f"{wall:.1f}"] + [
                     f"{seconds(bodies, key):.1f}"
                     for key in ("prompt_eval_duration", "load_duration", "total_duration")
@@ -319,9 +322,9 @@ def main() -> None:
                 print("| " + " | ".join(row) + " |")
                 if done.returncode not in (0, 1):
                     print(done.stdout[-2000:], done.stderr[-2000:])
-            if "loop" not in opts.skip:
-                _, root = walls["new"]
-                compare_with_loop(url, root, new_src, opts.rounds)
+        if "loop" not in opts.skip:
+            root = project(work, "loop", opts.cases, opts.num_predict)
+            compare_with_loop(url, root, new_src, opts.rounds)
         if "loads" not in opts.skip:
             create_gemma(url, gemma_gguf())
             print(
