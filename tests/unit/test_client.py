@@ -340,12 +340,25 @@ MULTI_LISTING = {
 }
 
 
-def test_single_model_llama_server_answers_any_name_and_pins_its_own(
-    make_client: MakeClient, server: respx.MockRouter
+@pytest.mark.parametrize(
+    ("listing", "asked", "pinned"),
+    [
+        # llama-server with one model answers any name: the served alias is pinned.
+        (LLAMA_SERVER_LISTING, "name-the-suite-uses", "served-alias"),
+        (MULTI_LISTING, "b:1b", "b:1b"),
+    ],
+    ids=["single-model-llama-server", "listed"],
+)
+def test_the_model_a_server_answers_with_is_pinned(
+    make_client: MakeClient,
+    server: respx.MockRouter,
+    listing: dict[str, Any],
+    asked: str,
+    pinned: str,
 ) -> None:
-    server.get("/v1/models").respond(200, json=LLAMA_SERVER_LISTING)
+    server.get("/v1/models").respond(200, json=listing)
     client, _ = make_client("openai")
-    assert model_identity(client, "name-the-suite-uses") == {"id": "served-alias"}
+    assert model_identity(client, asked) == {"id": pinned}
 
 
 @pytest.mark.parametrize(
@@ -364,14 +377,6 @@ def test_an_unlisted_model_elsewhere_is_not_found_naming_what_is_listed(
     client, _ = make_client("openai")
     with pytest.raises(ModelNotFound, match=r"is not listed by GET .*/v1/models \(it lists: "):
         model_identity(client, "missing:7b")
-
-
-def test_a_listed_model_is_pinned_by_its_name(
-    make_client: MakeClient, server: respx.MockRouter
-) -> None:
-    server.get("/v1/models").respond(200, json=MULTI_LISTING)
-    client, _ = make_client("openai")
-    assert model_identity(client, "b:1b") == {"id": "b:1b"}
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
