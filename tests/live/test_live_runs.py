@@ -164,6 +164,13 @@ def test_two_servers_under_xdist_merge_into_one_scoreboard(
     pytester: pytest.Pytester, real_ollama: Any, real_ollama_2: Any
 ) -> None:
     make_project(pytester, real_ollama.base_url, real_ollama.model)
+    # Two servers on one small machine: each runner gets one thread. With Ollama's default
+    # (one per core) two runners generating at once oversubscribe 2 cores and their spinning
+    # threads stall each other: measured here, 37-38 s for a 96-token reply that takes 4.6 s
+    # alone (6-7 s with one thread each), and the servers' own 2-minute limit answered 500.
+    suite = pytester.path / "cases" / "cards.yaml"
+    one_thread = suite.read_text().replace("num_predict: 96", "num_predict: 96\n  num_thread: 1")
+    suite.write_text(one_thread)
     a, b = real_ollama.base_url, real_ollama_2.base_url
     result, report = run(
         pytester, "--live", "-n", "2", "--server", a, "--server", b, "-k", "date or time",
