@@ -84,3 +84,18 @@ def test_a_changed_model_is_named_in_the_scoreboard_and_markdown() -> None:
     assert "### Model changed since the recording" in text
     assert f"model changed: {'a' * 64} → {'b' * 64}" in text
     assert arm.to_dict()["model_digest"] == ["b" * 64]
+
+
+def test_server_text_in_the_markdown_report_is_escaped() -> None:
+    """A digest or fingerprint comes from the server: no raw control character or table break."""
+    from pytest_cardprobe.score.report import markdown
+
+    hostile = "evil\x1b]0;owned\x07|x"
+    arm = ArmScore("s", "m", "prose", "cold")
+    result = ProbeResult("n", "s", "m", "prose", "cold", "c", "passed")
+    result.model_digest = hostile
+    result.model_changed = f"old → {hostile}"
+    arm.add(result)
+    text = markdown([arm], None)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "evil\\x1b]0;owned\\x07\\|x" in text

@@ -375,7 +375,7 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     split = [(a.id, c) for a in arms for c in sorted(a.split)]
     if split:
         out += ["", "### Split cases", ""]
-        out.extend(f"- `{a}`: {c}" for a, c in split)
+        out.extend(f"- `{_md_cell(a)}`: {_md_cell(c)}" for a, c in split)
     return "\n".join(out) + "\n"
 
 
