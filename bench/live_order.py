@@ -48,6 +48,7 @@ from typing import Any
 
 import httpx
 import yaml
+from replay import same_matrix  # bench/ is on the path: scripts run from it
 
 REPO = Path(__file__).resolve().parent.parent
 SMOLLM = "smollm2:135m"
@@ -142,12 +143,18 @@ def create_gemma(url: str, gguf: Path) -> None:
     httpx.post(f"{url}/api/create", json=body, timeout=300).raise_for_status()
 
 
-def project(work: Path, name: str, cases: int, num_predict: int) -> Path:
-    """A copy of the shipped suite with its first ``cases`` cases and a capped num_predict."""
+def project(
+    work: Path, name: str, cases: int, num_predict: int, original_arms: bool = False
+) -> Path:
+    """A copy of the shipped card suite with its first ``cases`` cases and a capped
+    num_predict. ``original_arms`` keeps it to the four arms the old order's code knows
+    (prose and tool, cold and history), as the order and load comparisons need."""
     root = work / name
     shutil.copytree(REPO / "cases", root / "cases")
     # The card suite alone: the tool-call suite is not part of these measurements.
     (root / "cases" / "tools.yaml").unlink(missing_ok=True)
+    if original_arms:
+        same_matrix(root / "cases")
     suite_path = root / "cases" / "cards.yaml"
     suite = yaml.safe_load(suite_path.read_text())
     suite["cases"] = suite["cases"][:cases]
@@ -311,7 +318,7 @@ def main() -> None:
                 ("old (case-major)", old_src, []),
                 ("new (model, channel, condition, case)", new_src, ["--no-warmup"]),
             ):
-                root = project(work, label.split()[0], opts.cases, opts.num_predict)
+                root = project(work, label.split()[0], opts.cases, opts.num_predict, True)
                 neutral(url, SMOLLM)
                 wall, done = run_plugin(root, src, url, [SMOLLM], extra)
                 bodies = replies(root / "cassettes")
@@ -336,7 +343,7 @@ def main() -> None:
                 ("old (case-major)", old_src, []),
                 ("new (model-major)", new_src, ["--no-warmup"]),
             ):
-                root = project(work, "loads-" + label.split()[0], opts.load_cases, 16)
+                root = project(work, "loads-" + label.split()[0], opts.load_cases, 16, True)
                 neutral(url, SMOLLM)
                 before = runner_starts(log)
                 wall, done = run_plugin(

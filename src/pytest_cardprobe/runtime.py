@@ -123,6 +123,14 @@ def _shown_turn(number: int, turn: ModelTurn, many: bool) -> str:
     return f"turn {number + 1}: {text}" if many else text
 
 
+def _figures(reply: ChatReply, wall: float | None) -> dict[str, float]:
+    """The server's figures of one reply, plus its wall time when it went to the server."""
+    figures = server_figures(reply.raw)
+    if wall is not None:
+        figures["wall_s"] = round(wall, 4)
+    return figures
+
+
 def new_result(probe: Probe, nodeid: str) -> ProbeResult:
     """A passing result for ``probe``, to be filled in by its samples."""
     return ProbeResult(
@@ -283,9 +291,7 @@ class Runtime:
         record = SampleRecord.from_verdict(index, answer.route, verdict, shown, reply.finish_reason)
         reasoning = "\n".join(t for t in (reply.thinking.strip(), answer.thinking) if t)
         record.thinking = trim(reasoning)
-        record.figures = server_figures(reply.raw)
-        if wall is not None:
-            record.figures["wall_s"] = round(wall, 4)
+        record.figures = _figures(reply, wall)
         return record, reply
 
     def identity(self, server: str, model: str) -> dict[str, str]:
@@ -405,12 +411,12 @@ class Runtime:
             def one(index: int) -> SampleRecord:
                 if calls:
                     record, reply = self.ask_loop(base, probe, index, server, rec.live)
+                elif judge is None:
+                    raise TypeError(f"{probe.name}: a card suite needs its text judge")
                 elif probe.channel == "retry":
                     # The retry channel may send a second request per sample.
-                    assert judge is not None, "a card suite is judged by its text judge"
                     return self.ask_with_retry(request, probe, judge, index, server, rec.live)
                 else:
-                    assert judge is not None, "a card suite is judged by its text judge"
                     record, reply = self.ask(request, probe.channel, judge, index, server, rec.live)
                 # OpenAI-compatible servers name their build per reply; keep the last one.
                 if reply is not None and reply.raw.get("system_fingerprint"):
@@ -477,10 +483,7 @@ class Runtime:
             shown.append(_shown_turn(number, turn, expect.multi_turn))
             reasoning.extend(t for t in (reply.thinking.strip(), turn.thinking) if t)
             # A loop's figures are its turns' added up (tokens, durations, wall time).
-            turn_figures = server_figures(reply.raw)
-            if wall is not None:
-                turn_figures["wall_s"] = round(wall, 4)
-            for key, value in turn_figures.items():
+            for key, value in _figures(reply, wall).items():
                 figures[key] = figures.get(key, 0.0) + value
             finish = reply.finish_reason
             if not expect.multi_turn or not turn.calls:

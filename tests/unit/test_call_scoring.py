@@ -290,6 +290,24 @@ class TestLoop:
         assert record.figures["generated_tokens"] == 35
         assert last.content.endswith("It says TEXT.")
 
+    def test_every_turn_keeps_the_reasoning_level(self, tmp_path: object) -> None:
+        from pytest_cardprobe.suite.request import build_request
+
+        class Seeing(_ScriptedClient):
+            def chat(self, request: object) -> ChatReply:
+                self.think.append(request.think)  # type: ignore[attr-defined]
+                return super().chat(request)
+
+        client = Seeing(
+            ChatReply("", tool_calls=(ToolCall("read_file", {"path": "a"}),)),
+            ChatReply("It says TEXT."),
+        )
+        client.think = []  # type: ignore[attr-defined]
+        probe = _loop_probe(tmp_path, 5)
+        base = build_request(probe, {}, "high")  # type: ignore[arg-type]
+        self.runtime(client).ask_loop(base, probe, 0)  # type: ignore[attr-defined]
+        assert client.think == ["high", "high"]  # type: ignore[attr-defined]
+
     def test_a_broken_server_is_not_asked_again(self, tmp_path: object) -> None:
         from pytest_cardprobe.suite.request import build_request
 
