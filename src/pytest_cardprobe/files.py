@@ -90,10 +90,23 @@ def read_capped(path: Path, max_bytes: int) -> bytes:
         raise FileRefused(_too_large(info.st_size, max_bytes))
     # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not hang.
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise FileRefused("is not a regular file")
-        data = handle.read(max_bytes + 1)
+        # Plain reads sized by the file: a buffered read(max_bytes + 1) would set aside the
+        # whole cap each time, which costs more than reading a cassette.
+        want, chunks, size = min(info.st_size, max_bytes) + 1, [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            want = max_bytes + 1 - size
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise FileRefused(_too_large(len(data), max_bytes))
     return data

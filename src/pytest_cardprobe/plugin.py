@@ -267,7 +267,32 @@ def pytest_runtest_makereport(
         if probe is not None and probe.samples:
             result = probe.result("passed" if report.passed else "failed")
     if result is not None:
-        setattr(report, REPORT_ATTR, result.to_dict())
+        # The object itself: it becomes plain data only if the report leaves this process.
+        setattr(report, REPORT_ATTR, result)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(
+    config: pytest.Config, report: pytest.TestReport
+) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
+    """An xdist worker's report carries its result as plain data."""
+    data = yield
+    result = getattr(report, REPORT_ATTR, None)
+    if data is not None and isinstance(result, ProbeResult):
+        data[REPORT_ATTR] = result.to_dict()
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(
+    config: pytest.Config, data: dict[str, Any]
+) -> Generator[None, Any, Any]:
+    """The controller turns a worker's plain data back into the result."""
+    report = yield
+    found = getattr(report, REPORT_ATTR, None)
+    if isinstance(found, dict):
+        setattr(report, REPORT_ATTR, ProbeResult.from_dict(found))
     return report
 
 
@@ -302,9 +327,9 @@ class ResultCollector:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the result riding on each call report; note failures that carry none."""
-        data = getattr(report, REPORT_ATTR, None)
-        if data is not None and report.when == "call":
-            self.state.results.append(ProbeResult.from_dict(data))
+        result = getattr(report, REPORT_ATTR, None)
+        if isinstance(result, ProbeResult) and report.when == "call":
+            self.state.results.append(result)
         elif report.failed:
             # A failure that is not model behaviour: a plain test, a setup error, a crash.
             self.state.other_failures.append(report.nodeid)

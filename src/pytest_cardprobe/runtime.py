@@ -6,6 +6,7 @@ connection pool and what the session learnt about models (unknown, no tool suppo
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -384,10 +385,11 @@ class Runtime:
         unsupported = self._tools_missing(probe.model, server) if uses_tool else None
         path = self.cassette_for(probe)
         # A call suite's tools are the team's own file: an edit there is named "tools".
-        if calls:
-            prints = fingerprint(request, tools_label="tools", redact=s.redact_fields)
-        else:
-            prints = fingerprint(request, redact=s.redact_fields)
+        label = "tools" if calls else "tool declaration"
+        # Computed once, and only if asked for: replay needs it only to say what changed.
+        prints = functools.cache(
+            lambda: fingerprint(request, tools_label=label, redact=s.redact_fields)
+        )
         identity: dict[str, str] = {}
         if self.backend.records(path, prints):
             result.server = redact_url(server)  # shown in reports: no credentials

@@ -164,3 +164,120 @@ def test_a_truncated_json_cassette_is_corrupt_naming_the_line(tmp_path: Path) ->
     path.write_text(text[: len(text) // 2], encoding="utf-8")
     with pytest.raises(CorruptCassette, match=r"corrupt cassette .*c\.yaml:.* line \d+ not valid"):
         read_cassette(path)
+
+
+def stream_reply(*parts: str) -> str:
+    chunks = [{"message": {"role": "assistant", "content": p}, "done": False} for p in parts]
+    chunks.append({"message": {"role": "assistant", "content": ""}, "done": True})
+    return "\n".join(json.dumps(c) for c in chunks) + "\n"
+
+
+@pytest.mark.parametrize(
+    "stream_key", ['"stream":true', '"stream" :\n  true', '"\\u0073tream": true']
+)
+def test_a_streamed_recording_is_checked_as_a_stream_however_the_key_is_written(
+    tmp_path: Path, stream_key: str
+) -> None:
+    # Any JSON writer's spelling of "stream": true marks the recorded reply as NDJSON lines.
+    body = '{"model": "m", "messages": [], ' + stream_key + "}"
+    assert json.loads(body)["stream"] is True
+    path = tmp_path / "c.yaml"
+    save(path, cassette_dict(body, stream_reply("Hel", "lo")))
+    assert read_cassette(path)["interactions"][0]["request"]["body"] == body
+
+
+def test_stream_true_inside_a_message_does_not_make_a_request_a_stream(tmp_path: Path) -> None:
+    request = chat_request('set "stream": true in the config')
+    path = tmp_path / "c.yaml"
+    save(path, cassette_dict(recorded_body(request), ollama_reply("done")))
+    assert replay(path, request) == ["done"]
+    save(path, cassette_dict(recorded_body(request), stream_reply("done")))
+    with pytest.raises(CorruptCassette, match="interaction 1: reply is not JSON"):
+        read_cassette(path)
+
+
+def test_replay_writes_each_request_object_it_is_handed(tmp_path: Path) -> None:
+    """Samples of one request reuse its JSON text; another request object gets its own."""
+    first, second = chat_request("one"), chat_request("two")
+    data = cassette_dict(recorded_body(first), ollama_reply("1"))
+    other = cassette_dict(recorded_body(second), ollama_reply("2"))
+    for key in ("requests", "responses"):
+        data[key] = [data[key][0], other[key][0], data[key][0], other[key][0]]
+    path = tmp_path / "c.yaml"
+    save(path, data)
+    backend = Replay()
+    client = ChatClient(ClientSettings(base_url=SERVER), player=backend.player())
+    with backend.open(path, fingerprint=None, rerecord_hint="pytest --live"):
+        got = [client.chat(r).content for r in (first, second, first, second)]
+    assert got == ["1", "2", "1", "2"]
+
+
+def open_with(path: Path, prints: dict[str, str], asked: list[int]) -> Any:
+    """Replay ``path`` with a fingerprint that notes each time it is computed."""
+
+    def fingerprint() -> dict[str, str]:
+        asked.append(1)
+        return prints
+
+    return Replay().open(path, fingerprint=fingerprint, rerecord_hint="pytest --live")
+
+
+def test_a_matching_replay_never_computes_the_fingerprint(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    save(path, cassette_dict(recorded_body(chat_request()), ollama_reply("ok")))
+    asked: list[int] = []
+    backend = Replay()
+    client = ChatClient(ClientSettings(base_url=SERVER), player=backend.player())
+
+    def fingerprint() -> dict[str, str]:
+        asked.append(1)
+        return {"model": "m"}
+
+    with backend.open(path, fingerprint=fingerprint, rerecord_hint="-"):
+        assert client.chat(chat_request()).content == "ok"
+    assert asked == []
+
+
+def test_a_request_that_matches_nothing_is_named_by_its_fingerprint(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    save(path, cassette_dict(recorded_body(chat_request()), ollama_reply("ok")))
+    backend = Replay()
+    client = ChatClient(ClientSettings(base_url=SERVER), player=backend.player())
+    changed = {"model": "m", "question": "0123"}  # the recording's fingerprint has no question
+    with (
+        pytest.raises(StaleCassette, match=r"question changed since recording; re-record with: -"),
+        backend.open(path, fingerprint=lambda: changed, rerecord_hint="-"),
+    ):
+        client.chat(chat_request("goodbye"))
+    # When the fingerprint names nothing, the first difference in the body does.
+    with (
+        pytest.raises(StaleCassette, match=r"no longer matches.*messages\[0\]\.content"),
+        backend.open(path, fingerprint=lambda: {"model": "m"}, rerecord_hint="-"),
+    ):
+        client.chat(chat_request("goodbye"))
+
+
+def test_cassettes_without_requests_or_fingerprint_are_checked_up_front(tmp_path: Path) -> None:
+    unsupported = tmp_path / "unsupported.yaml"
+    data = cassette_dict(recorded_body(chat_request()), ollama_reply("ok"))
+    data.update(requests=[], responses=[])
+    data["metadata"]["cardprobe"]["unsupported"] = "m does not support tools"
+    save(unsupported, data)
+    asked: list[int] = []
+    with (
+        pytest.raises(StaleCassette, match="question changed since recording"),
+        open_with(unsupported, {"model": "m", "question": "0123"}, asked),
+    ):
+        pass
+    assert asked == [1]
+    with open_with(unsupported, {"model": "m"}, asked) as rec:
+        assert rec.metadata["unsupported"] == "m does not support tools"
+    bare = tmp_path / "bare.yaml"
+    data = cassette_dict(recorded_body(chat_request()), ollama_reply("ok"))
+    data["metadata"] = {}
+    save(bare, data)
+    with (
+        pytest.raises(StaleCassette, match="it has no cardprobe fingerprint"),
+        open_with(bare, {"model": "m"}, asked),
+    ):
+        pass

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.files import FileRefused, read_capped
-from pytest_cardprobe.wire.cassettes import cassette_path, path_part, redact_fields
+from pytest_cardprobe.wire.cassettes import (
+    CassetteProblem,
+    cassette_path,
+    path_part,
+    redact_fields,
+)
 from pytest_cardprobe.wire.client import redact_url, reply_problem, too_deep
 
 
@@ -28,6 +33,17 @@ def test_a_name_becomes_one_path_part_that_stays_inside(tmp_path: Path, name: st
 def test_ordinary_names_keep_their_cassette_paths(tmp_path: Path) -> None:
     path = cassette_path(tmp_path, "cards", "smollm2:135m", "date", "prose", "cold")
     assert path == tmp_path / "cards" / "smollm2%3A135m" / "date-prose-cold.yaml"
+
+
+def test_a_model_folder_linked_outside_the_cassette_folder_is_refused(tmp_path: Path) -> None:
+    root, outside = tmp_path / "cassettes", tmp_path / "elsewhere"
+    (root / "cards").mkdir(parents=True)
+    outside.mkdir()
+    (root / "cards" / "m").symlink_to(outside)
+    with pytest.raises(CassetteProblem, match="would leave the cassette folder"):
+        cassette_path(root, "cards", "m", "date", "prose", "cold")
+    # A cassette file may itself be a link: only its folder has to stay inside.
+    assert cassette_path(root, "cards", "n", "date", "prose", "cold").parent.name == "n"
 
 
 @pytest.mark.parametrize(
@@ -115,3 +131,25 @@ def test_read_capped_refuses_what_is_not_a_small_regular_file(tmp_path: Path) ->
     (tmp_path / "link").symlink_to("nowhere")
     with pytest.raises(FileRefused, match="dangling"):
         read_capped(tmp_path / "link", 10)
+
+
+def test_read_capped_reads_empty_files_and_files_that_grew_since_their_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert read_capped(empty, 10) == b""
+    grown = tmp_path / "grown"
+    grown.write_bytes(b"0123456789AB")
+    real_fstat = os.fstat
+
+    def stale_fstat(fd: int) -> os.stat_result:
+        # As if the file was 3 bytes long when opened and grew before it was read.
+        info = list(real_fstat(fd))
+        info[6] = 3
+        return os.stat_result(info)
+
+    monkeypatch.setattr(os, "fstat", stale_fstat)
+    assert read_capped(grown, 12) == b"0123456789AB"
+    with pytest.raises(FileRefused, match="larger than"):
+        read_capped(grown, 10)

@@ -10,11 +10,13 @@ Only model behaviour is recorded: a test whose calls hit infra errors writes not
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
+import os
 import re
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +98,10 @@ def fingerprint(
     return parts
 
 
+Prints = Callable[[], Mapping[str, str]]
+"""A request's fingerprint, computed when first asked for (replay rarely needs it)."""
+
+
 class CassetteProblem(Exception):
     """A recording that cannot be replayed; the message says what to do."""
 
@@ -112,6 +118,7 @@ class CorruptCassette(CassetteProblem):
     """The cassette file cannot be read."""
 
 
+@functools.lru_cache(maxsize=4096)
 def path_part(name: str) -> str:
     """``name`` as one safe, reversible path component: ``smollm2:135m`` -> ``smollm2%3A135m``.
 
@@ -131,11 +138,18 @@ def safe_model_name(model: str) -> str:
     return path_part(model)
 
 
+@functools.lru_cache(maxsize=1024)
+def _folder_inside(folder: str, root: str) -> bool:
+    # Asked once per folder and session: a run has a folder per suite and model, and
+    # resolving a path costs a system call per component.
+    return Path(os.path.realpath(folder)).is_relative_to(os.path.realpath(root))
+
+
 def _below(root: Path, *parts: str) -> Path:
     path = root.joinpath(*parts)
     # path_part makes this impossible; the check is the last line of defence if it changes.
     # The folder is resolved, not the file: a cassette may be a link the user made.
-    if not path.parent.resolve().is_relative_to(root.resolve()) or path.name in ("", ".", ".."):
+    if path.name in ("", ".", "..") or not _folder_inside(str(path.parent), str(root)):
         raise CassetteProblem(f"cassette path {path} would leave the cassette folder {root}")
     return path
 
@@ -279,11 +293,18 @@ class _Player:
     """
 
     def __init__(
-        self, path: Path, data: Mapping[str, Any], hint: str, redact: Sequence[str] = ()
+        self,
+        path: Path,
+        data: Mapping[str, Any],
+        hint: str,
+        redact: Sequence[str] = (),
+        prints: Prints | None = None,
     ) -> None:
         self.path = path
         self.hint = hint
         self.redact = redact
+        self.data = data
+        self.prints = prints
         self.interactions: list[dict[str, Any]] = list(data["interactions"])
         self.played = [False] * len(self.interactions)
         self._bodies: dict[int, Any] = {}
@@ -318,7 +339,13 @@ class _Player:
         return None
 
     def mismatch(self, method: str, path: str, content: str) -> StaleCassette:
-        """The error for a request that matches no interaction, naming the first difference."""
+        """The error for a request that matches no interaction: the parts of the request that
+        changed since recording when the fingerprint tells, else the first difference."""
+        if self.prints is not None:
+            try:
+                check_fingerprint(self.path, self.data, self.prints())
+            except StaleCassette as exc:
+                return StaleCassette(f"{exc}; re-record with: {self.hint}")
         why = "the request no longer matches the recording"
         if self.interactions:
             recorded = self.interactions[0]["request"]
@@ -478,15 +505,31 @@ def _interaction_problem(interaction: Any) -> str | None:
     api = CHAT_PATHS.get(urllib.parse.urlsplit(request["uri"]).path)
     if api is None or not 200 <= code < 300:
         return None
-    sent = _parsed_body(request.get("body"))
-    stream = isinstance(sent, dict) and sent.get("stream") is True
-    return reply_problem(api, stream, raw)
+    return reply_problem(api, _asked_to_stream(request.get("body")), raw)
+
+
+# In JSON text a quote inside a string is escaped, so an unescaped "stream" followed by a
+# colon can only be a key. A body without this match (and without \u escapes, which could
+# spell the key otherwise) has no "stream": true and need not be parsed: the request is
+# most of a cassette's bytes.
+_STREAM_TRUE = re.compile(r'"stream"\s*:\s*true')
+
+
+def _asked_to_stream(body: Any) -> bool:
+    """True when a recorded request body asked for a streamed reply (``"stream": true``)."""
+    if isinstance(body, str) and "\\u" not in body and not _STREAM_TRUE.search(body):
+        return False
+    sent = _parsed_body(body)
+    return isinstance(sent, dict) and sent.get("stream") is True
+
+
+def _recorded_prints(data: Mapping[str, Any]) -> Any:
+    return ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("fingerprint")
 
 
 def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str, str]) -> None:
     """Raise :class:`StaleCassette` naming every part of the request that changed."""
-    meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
-    recorded = meta.get("fingerprint")
+    recorded = _recorded_prints(data)
     if not isinstance(recorded, dict):
         raise StaleCassette(f"stale cassette {shown(path)}: it has no cardprobe fingerprint")
     changed = [k for k in expected if recorded.get(k) != expected[k]]
@@ -523,7 +566,7 @@ class Replay:
         self.max_bytes = max_bytes
         self.redact = tuple(redact)
 
-    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+    def records(self, path: Path, fingerprint: Prints | None) -> bool:
         """Replay never records."""
         return False
 
@@ -555,19 +598,28 @@ class Replay:
 
     @contextlib.contextmanager
     def open(
-        self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
+        self, path: Path, *, fingerprint: Prints | None, rerecord_hint: str
     ) -> Iterator[Recording]:
-        """Replay one test from ``path``: missing, corrupt or stale cassettes raise first."""
+        """Replay one test from ``path``: missing, corrupt or stale cassettes raise.
+
+        A request whose body matches a recorded one is the recorded request, so the
+        fingerprint is computed only to name what changed when a request matches nothing,
+        or up front for a cassette that holds no request to match (one recorded as
+        unsupported). A cassette without a fingerprint is refused up front.
+        """
         rec = Recording(path=path, live=False)
         data = read_cassette(path, rerecord_hint, self.max_bytes)
         try:
             if fingerprint is not None:
-                check_fingerprint(path, data, fingerprint)
+                if not data["interactions"]:
+                    check_fingerprint(path, data, fingerprint())
+                elif not isinstance(_recorded_prints(data), dict):
+                    check_fingerprint(path, data, {})
         except StaleCassette as exc:
             raise StaleCassette(f"{exc}; re-record with: {rerecord_hint}") from None
         rec.metadata = dict((data.get("metadata") or {}).get(METADATA_KEY) or {})
         rec.samples = len(data["interactions"])
-        player = _Player(path, data, rerecord_hint, self.redact)
+        player = _Player(path, data, rerecord_hint, self.redact, fingerprint)
         self._playing.append(player)
         try:
             yield rec
@@ -583,7 +635,7 @@ class Record:
     def __init__(self, redact: Sequence[str] = ()) -> None:
         self.redact = tuple(redact)
 
-    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+    def records(self, path: Path, fingerprint: Prints | None) -> bool:
         """Every test is recorded."""
         return True
 
@@ -593,7 +645,7 @@ class Record:
 
     @contextlib.contextmanager
     def open(
-        self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
+        self, path: Path, *, fingerprint: Prints | None, rerecord_hint: str
     ) -> Iterator[Recording]:
         """Record one test to ``path``; nothing is written if ``keep`` was cleared."""
         import vcr
@@ -608,7 +660,8 @@ class Record:
             str(path), record_mode="all", persister=_LivePersister(rec), drop_unused_requests=True
         ) as cassette:
             rec.metadata = cassette.get_metadata(
-                METADATA_KEY, {"format": FORMAT, "fingerprint": dict(fingerprint or {})}
+                METADATA_KEY,
+                {"format": FORMAT, "fingerprint": dict(fingerprint() if fingerprint else {})},
             )
             try:
                 yield rec
@@ -652,7 +705,7 @@ class RecordMissing:
             return None
         return self._replay.play(method, path, content)
 
-    def records(self, path: Path, fingerprint: Mapping[str, str] | None) -> bool:
+    def records(self, path: Path, fingerprint: Prints | None) -> bool:
         """True when this mode records the test whose cassette is ``path``."""
         if not path.exists():
             return True
@@ -661,14 +714,14 @@ class RecordMissing:
         try:
             data = read_cassette(path)
             if fingerprint is not None:
-                check_fingerprint(path, data, fingerprint)
+                check_fingerprint(path, data, fingerprint())
         except CassetteProblem:
             return True
         return False
 
     @contextlib.contextmanager
     def open(
-        self, path: Path, *, fingerprint: Mapping[str, str] | None, rerecord_hint: str
+        self, path: Path, *, fingerprint: Prints | None, rerecord_hint: str
     ) -> Iterator[Recording]:
         """Record ``path`` when the mode says so, else replay it."""
         backend: Replay | Record = self._record if self.records(path, fingerprint) else self._replay
