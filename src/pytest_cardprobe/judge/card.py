@@ -66,6 +66,7 @@ ELEMENT_KEYS: tuple[str, ...] = (
 )
 # A card's ``refresh`` object is not an element, but the action it holds is.
 _HOLDERS: dict[str, str] = {"refresh": "action"}
+_ELEMENT_KEY_SET = frozenset(ELEMENT_KEYS)
 # Wrappers small models put around a call written as text (docs/design.md §6).
 _CALL_WRAPPERS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
 
@@ -307,16 +308,15 @@ def collect_types(value: Any) -> tuple[str, ...]:
             continue  # e.g. ``"fallback": "drop"`` or a plain string inline
         if (t := _type_name(node)) is not None:
             found.add(t)
-        for key in ELEMENT_KEYS:
-            child = node.get(key)
-            if isinstance(child, list):
-                stack.extend(child)
-            elif isinstance(child, dict):
-                stack.append(child)
-        for holder, key in _HOLDERS.items():
-            held = node.get(holder)
-            if isinstance(held, dict):
-                stack.append(held.get(key))
+        # An object has a few keys and the schema many: look up each key of the object.
+        for key, child in node.items():
+            if key in _ELEMENT_KEY_SET:
+                if isinstance(child, list):
+                    stack.extend(child)
+                elif isinstance(child, dict):
+                    stack.append(child)
+            elif key in _HOLDERS and isinstance(child, dict):
+                stack.append(child.get(_HOLDERS[key]))
     return tuple(sorted(found))
 
 

@@ -36,8 +36,8 @@ from pytest_cardprobe.wire.client import (
     CHAT_PATHS,
     MAX_JSON_DEPTH,
     Player,
+    check_reply,
     redact_url,
-    reply_problem,
     too_deep,
 )
 
@@ -299,6 +299,7 @@ class _Player:
         hint: str,
         redact: Sequence[str] = (),
         prints: Prints | None = None,
+        replies: Sequence[Any] = (),
     ) -> None:
         self.path = path
         self.hint = hint
@@ -306,6 +307,7 @@ class _Player:
         self.data = data
         self.prints = prints
         self.interactions: list[dict[str, Any]] = list(data["interactions"])
+        self.replies: list[Any] = list(replies) if replies else [None] * len(self.interactions)
         self.played = [False] * len(self.interactions)
         self._bodies: dict[int, Any] = {}
 
@@ -323,14 +325,15 @@ class _Player:
         # Redacted as it was when recorded, so a secret a hook adds still matches.
         return bool(self._bodies[index] == redact_fields(_parsed_body(content), self.redact))
 
-    def response_for(self, method: str, path: str, content: str) -> dict[str, Any] | None:
-        """The recorded response for a request, or ``None`` when nothing here matches."""
+    def response_for(self, method: str, path: str, content: str) -> int | None:
+        """The index of the recorded interaction that answers a request, or ``None`` when
+        nothing here matches."""
         count = len(self.interactions)
         matching = [i for i in range(count) if self._matches(i, method, path, content)]
         for index in matching:
             if not self.played[index]:
                 self.played[index] = True
-                return dict(self.interactions[index]["response"])
+                return index
         if matching:
             raise StaleCassette(
                 f"stale cassette {shown(self.path)}: it holds {sum(self.played)} recorded call(s) "
@@ -400,6 +403,14 @@ def read_cassette(
     path: Path, hint: str = "pytest --live", max_bytes: int = DEFAULT_MAX_FILE_MB * MB
 ) -> dict[str, Any]:
     """Read and check one cassette file; raise :class:`CassetteProblem` with the file named."""
+    return checked_cassette(path, hint, max_bytes)[0]
+
+
+def checked_cassette(
+    path: Path, hint: str = "pytest --live", max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+) -> tuple[dict[str, Any], list[Any]]:
+    """:func:`read_cassette`, and each interaction's reply JSON as checked (None for a stream
+    or an error status), so that replay does not parse a reply twice."""
     try:
         text = read_capped(path, max_bytes).decode("utf-8")
     except FileNotFoundError:
@@ -446,25 +457,43 @@ def read_cassette(
             f"corrupt cassette {shown(path)}: no list of request/response interactions; "
             f"re-record it: {hint}"
         )
+    replies = []
     for index, interaction in enumerate(interactions):
-        problem = _interaction_problem(interaction)
+        problem, reply = _interaction_problem(interaction)
         if problem:
             raise CorruptCassette(
                 f"corrupt cassette {shown(path)}: interaction {index + 1}: {problem}; "
                 f"re-record it: {hint}"
             )
-    return data
+        replies.append(reply)
+    return data, replies
 
 
 VCR_VERSION = 1  # the cassette format vcrpy writes (``version: 1``)
 
 
-def _interaction_problem(interaction: Any) -> str | None:
-    """What is wrong with one recorded interaction for replay to serve it, if anything.
+def _interaction_problem(interaction: Any) -> tuple[str | None, Any]:
+    """What is wrong with one recorded interaction for replay to serve it (None when
+    nothing is), and the JSON of its reply when that is a whole 2xx chat reply.
 
     Beyond the fields replay needs, the recorded reply must have the shape of the API it
     came from, so the judge never gives a verdict on bytes no server sent.
     """
+    problem = _shape_problem(interaction)
+    if problem:
+        return problem, None
+    request, response = interaction["request"], interaction["response"]
+    code, raw = response["status"]["code"], response["body"]["string"]
+    api = CHAT_PATHS.get(urllib.parse.urlsplit(request["uri"]).path)
+    if api is None or not 200 <= code < 300:
+        return None, None
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8")  # _shape_problem made sure it is UTF-8
+    return check_reply(api, _asked_to_stream(request.get("body")), raw)
+
+
+def _shape_problem(interaction: Any) -> str | None:
+    """What is wrong with the fields of one interaction, whatever API recorded it."""
     if not isinstance(interaction, dict):
         return "not a mapping"
     request, response = interaction.get("request"), interaction.get("response")
@@ -502,10 +531,7 @@ def _interaction_problem(interaction: Any) -> str | None:
         return f"response status {code} is not an HTTP status"
     if too_deep(raw):
         return f"response body is JSON nested more than {MAX_JSON_DEPTH} levels deep"
-    api = CHAT_PATHS.get(urllib.parse.urlsplit(request["uri"]).path)
-    if api is None or not 200 <= code < 300:
-        return None
-    return reply_problem(api, _asked_to_stream(request.get("body")), raw)
+    return None
 
 
 # In JSON text a quote inside a string is escaped, so an unescaped "stream" followed by a
@@ -574,8 +600,9 @@ class Replay:
         """What the replay client sends its requests to instead of a network."""
         return self.play
 
-    def play(self, method: str, path: str, content: str) -> tuple[int, bytes]:
-        """The recorded status and body for a request, from the cassettes being replayed.
+    def play(self, method: str, path: str, content: str) -> tuple[int, bytes, Any]:
+        """The recorded status, body and checked reply JSON for a request, from the
+        cassettes being replayed.
 
         A request that no open cassette holds is refused, so no call can leave the machine.
         No HTTP stack is involved: building and reading httpx requests cost more per test
@@ -588,13 +615,14 @@ class Replay:
                 "only --live talks to a server"
             )
         for player in reversed(self._playing):
-            response = player.response_for(method, path, content)
-            if response is not None:
+            index = player.response_for(method, path, content)
+            if index is not None:
                 break
         else:
             raise self._playing[-1].mismatch(method, path, content)
+        response = player.interactions[index]["response"]
         status = response.get("status") or {}
-        return int(status.get("code", 200)), _recorded_body(response)
+        return int(status.get("code", 200)), _recorded_body(response), player.replies[index]
 
     @contextlib.contextmanager
     def open(
@@ -608,7 +636,7 @@ class Replay:
         unsupported). A cassette without a fingerprint is refused up front.
         """
         rec = Recording(path=path, live=False)
-        data = read_cassette(path, rerecord_hint, self.max_bytes)
+        data, replies = checked_cassette(path, rerecord_hint, self.max_bytes)
         try:
             if fingerprint is not None:
                 if not data["interactions"]:
@@ -619,7 +647,7 @@ class Replay:
             raise StaleCassette(f"{exc}; re-record with: {rerecord_hint}") from None
         rec.metadata = dict((data.get("metadata") or {}).get(METADATA_KEY) or {})
         rec.samples = len(data["interactions"])
-        player = _Player(path, data, rerecord_hint, self.redact, fingerprint)
+        player = _Player(path, data, rerecord_hint, self.redact, fingerprint, replies)
         self._playing.append(player)
         try:
             yield rec
@@ -697,7 +725,7 @@ class RecordMissing:
         """Answers from the open cassette while a test replays; None sends it to the server."""
         return self.play
 
-    def play(self, method: str, path: str, content: str) -> tuple[int, bytes] | None:
+    def play(self, method: str, path: str, content: str) -> tuple[int, bytes, Any] | None:
         """The recorded answer when the current test replays, else None (it is recorded)."""
         # Tests run one at a time per process, so an open replay cassette means this
         # request belongs to a replayed test; a recorded test has none open.

@@ -206,14 +206,26 @@ def reply_problem(api: str, stream: bool, text: str) -> str | None:
 
     ``stream`` replies are NDJSON lines (Ollama) or SSE ``data:`` events (OpenAI).
     """
+    return check_reply(api, stream, text)[0]
+
+
+def check_reply(api: str, stream: bool, text: str) -> tuple[str | None, Any]:
+    """``(problem, body)``: :func:`reply_problem`, and a whole reply's parsed JSON (else None).
+
+    The body comes back so that a checked reply is not parsed a second time.
+    """
     if not stream:
         try:
             body = load_json(text)
         except ValueError as exc:
-            return f"reply is not JSON: {exc}"
+            return f"reply is not JSON: {exc}", None
         if api == "openai":
-            return _openai_chunk_problem(body, "reply", False)
-        return _ollama_chunk_problem(body, "reply", False)
+            return _openai_chunk_problem(body, "reply", False), body
+        return _ollama_chunk_problem(body, "reply", False), body
+    return _stream_problem(api, text), None
+
+
+def _stream_problem(api: str, text: str) -> str | None:
     count = 0
     for number, line in enumerate(text.splitlines(), 1):
         if api == "openai":
@@ -470,10 +482,11 @@ class ClientSettings:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-# Stands in for the network in replay: (method, path, JSON body text) -> (status, body).
+# Stands in for the network in replay: (method, path, JSON body text) -> (status, body,
+# the body's JSON when it is a whole 2xx reply already checked by check_reply, else None).
 # None means "not replaying this request": it goes to the server (record modes once and
 # stale replay some tests and record others through one client).
-Player = Callable[[str, str, str], tuple[int, bytes] | None]
+Player = Callable[[str, str, str], tuple[int, bytes, Any] | None]
 
 
 def json_body(body: Any) -> str:
@@ -629,11 +642,11 @@ class ChatClient:
                 httpx.Response(status, content=content, request=sent), request.model
             )
         text = content.decode("utf-8", "replace")
-        problem = reply_problem(self.settings.api, self.settings.stream, text)
+        problem, parsed = check_reply(self.settings.api, self.settings.stream, text)
         if problem:
             # Not model behaviour: a server (or proxy) that sent something else than a reply.
             raise InfraError(f"malformed reply: {problem}: {text[:120]!r}")
-        return self._reply_of(text)
+        return self._reply_of(text, parsed)
 
     def _body_text(self, request: ChatRequest, body: dict[str, Any]) -> str:
         """``body`` as JSON text; a test's samples send one request, so it is written once.
@@ -647,11 +660,15 @@ class ChatClient:
         return last[1]
 
     def _played(
-        self, request: ChatRequest, path: str, body: dict[str, Any], played: tuple[int, bytes]
+        self,
+        request: ChatRequest,
+        path: str,
+        body: dict[str, Any],
+        played: tuple[int, bytes, Any],
     ) -> ChatReply:
         # The reply's shape was checked when the cassette was read (cassettes.read_cassette
-        # runs reply_problem on every recorded 2xx chat reply), so it is not parsed twice.
-        status, content = played
+        # runs check_reply on every recorded 2xx chat reply) and comes parsed.
+        status, content, parsed = played
         if status >= 400:
             import httpx
 
@@ -660,17 +677,20 @@ class ChatClient:
                 status, content=content, request=httpx.Request("POST", url, json=body)
             )
             raise classify_http_error(response, request.model)
-        return self._reply_of(content.decode("utf-8", "replace"))
+        return self._reply_of(content.decode("utf-8", "replace"), parsed)
 
-    def _reply_of(self, text: str) -> ChatReply:
-        """Parse a successful reply body (whole, or a stream) for the configured API."""
+    def _reply_of(self, text: str, parsed: Any = None) -> ChatReply:
+        """A successful reply body (whole, or a stream) for the configured API.
+
+        ``parsed`` is the body's JSON when the caller has it already (a whole reply).
+        """
         if self.settings.stream:
             lines = text.splitlines()
             if self.settings.api == "openai":
                 return parse_openai_stream(lines)
             return parse_ollama_stream(lines)
         try:
-            data = json.loads(text)
+            data = json.loads(text) if parsed is None else parsed
         except ValueError as exc:
             raise InfraError(f"reply is not JSON: {text[:120]!r}") from exc
         if not isinstance(data, dict):
