@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cardprobe.score.outcome import KNOWN, Outcome, outcome_of
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
 from pytest_cardprobe.types import ProbeResult, Verdict
@@ -175,8 +176,12 @@ class ProbeFailed(Exception):
     """A probe that did not pass; carries the result for the failure report."""
 
     def __init__(self, result: ProbeResult) -> None:
-        super().__init__(result.describe())
+        super().__init__(result.nodeid)
         self.result = result
+
+    def __str__(self) -> str:
+        # Written when asked for: a known failure's report never shows it.
+        return self.result.describe()
 
 
 class SuiteFile(pytest.File):
@@ -229,6 +234,8 @@ class ProbeItem(pytest.Item):
         for word in (probe.model, probe.channel, probe.condition, probe.case.id, probe.suite.name):
             self.keywords[word] = True
         self.result: ProbeResult | None = None
+        # How pytest shows the result against the baseline, decided when the test has run.
+        self.shown: Outcome | None = None
         # Set when the run is ordered (plugin.order_probes): the server of this test's lane.
         self.server: str | None = None
 
@@ -264,6 +271,7 @@ class ProbeItem(pytest.Item):
             )
             raise
         self.result = result
+        self.shown = outcome_of(result, state.baseline, self.config.option.runxfail)
         if result.status == "passed":
             return
         if result.status == "unsupported":
@@ -273,6 +281,8 @@ class ProbeItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """The per-sample report, or the cassette problem, without a traceback."""
         if isinstance(excinfo.value, ProbeFailed):
+            if self.shown is not None and self.shown.kind == KNOWN:
+                return self.shown.reason  # what the report will show instead (xfailed)
             # Whole replies only when asked for (-vv); the reports always carry them.
             return excinfo.value.result.describe(full=self.config.get_verbosity() >= 2)
         if isinstance(excinfo.value, CassetteProblem):

@@ -21,6 +21,7 @@ from pytest_cardprobe.items import (
     marker_samples,
     not_asked,
 )
+from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, Outcome
 from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
 from pytest_cardprobe.types import ProbeResult, escape_control
 
@@ -242,10 +243,10 @@ FIXTURE_KEY = pytest.StashKey[Any]()
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Attach the test's result as plain data and show it against the baseline.
+    """Attach the test's result and show it against the baseline.
 
     Runs where the test ran (an xdist worker included); the outcome and the result travel
-    with the report to the controller.
+    with the report to the controller (as plain data when they leave a worker).
     """
     report = yield
     if call.when != "call":
@@ -254,7 +255,7 @@ def pytest_runtest_makereport(
     if isinstance(item, ProbeItem):
         result = item.result
         if result is not None:
-            show_against_baseline(report, result, get_state(item.config))
+            show_against_baseline(report, result, item.shown)
             # item.user_properties reach --junitxml (through the teardown report) and xdist.
             for key, value in (
                 ("arm", result.arm_id),
@@ -297,17 +298,14 @@ def pytest_report_from_serializable(
 
 
 def show_against_baseline(
-    report: pytest.TestReport, result: ProbeResult, state: CardprobeState
+    report: pytest.TestReport, result: ProbeResult, outcome: Outcome | None
 ) -> None:
-    """Turn a known failure into xfailed, a gain into XPASS, and mark a flip as one."""
-    from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, Outcome, outcome_of
+    """Turn a known failure into xfailed, a gain into XPASS, and mark a flip as one.
 
-    outcome = outcome_of(result, state.baseline)
+    ``outcome`` was decided where the test ran (:meth:`ProbeItem.runtest`).
+    """
     if outcome is None:
         return
-    if state.config.option.runxfail and outcome.kind in (KNOWN, GAIN):
-        # pytest --runxfail: show known failures and gains as the model's plain verdict.
-        outcome = Outcome(result.status)
     result.outcome = outcome.kind
     if outcome.kind == KNOWN:
         # What pytest's own xfail does; the reason stands in for the long failure report.

@@ -30,13 +30,18 @@ def label_of(result: ProbeResult) -> str:
     return bad or (result.samples[0].label if result.samples else "")
 
 
-def outcome_of(result: ProbeResult, baseline: Baseline | None) -> Outcome | None:
-    """The outcome of a judged test, or None when it was not judged (error, infra, skip)."""
+def outcome_of(
+    result: ProbeResult, baseline: Baseline | None, runxfail: bool = False
+) -> Outcome | None:
+    """The outcome of a judged test, or None when it was not judged (error, infra, skip).
+
+    ``runxfail`` (pytest --runxfail) shows known failures and gains as the plain verdict.
+    """
     if result.status not in (PASSED, FAILED):
         return None
     before = baseline.verdict(result.arm_id, result.case) if baseline else None
     passed, label = result.status == PASSED, label_of(result)
-    if before is None:
+    if before is None or (runxfail and not before.passed):
         return Outcome(result.status)
     # Reasons reach the terminal (-rxX, the failure header); labels may quote model text.
     label, was = escape_control(label), escape_control(before.label)
