@@ -261,6 +261,7 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     from pytest_cardprobe.judge.routing import answer_of
     from pytest_cardprobe.suite.request import build_request
     from pytest_cardprobe.wire.cassettes import fingerprint, read_cassette
+    from pytest_cardprobe.wire.client import json_body
 
     probes, runtime = probes_and_runtime(project, models)
     probes, base = probes[:count], runtime.settings.base_options()
@@ -268,7 +269,9 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     def replay(probe: Any, chats: int = 0) -> list[tuple[Any, Any, Any]]:
         request = build_request(probe, base)
         path = runtime.cassette_for(probe)
-        with runtime.backend.open(path, fingerprint=fingerprint(request), rerecord_hint="-"):
+        # As Runtime.run does: the fingerprint only if a request matches nothing.
+        prints = lambda: fingerprint(request)  # noqa: E731
+        with runtime.backend.open(path, fingerprint=prints, rerecord_hint="-"):
             return [(probe, request, runtime.client.chat(request)) for _ in range(chats)]
 
     def judge(item: tuple[Any, Any, Any]) -> None:
@@ -283,11 +286,18 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     def read(p: Any) -> object:
         return read_cassette(runtime.cassette_for(p))
 
+    def payload(p: Any) -> Any:
+        return runtime.client.payload(build_request(p, base))[1]
+
+    def prints(p: Any) -> object:
+        return fingerprint(build_request(p, base))
+
     stages: list[tuple[str, Callable[[Any], object], list[Any], int]] = [
-        ("build_request + fingerprint", lambda p: fingerprint(build_request(p, base)), probes, 1),
+        ("build_request + the request's JSON", lambda p: json_body(payload(p)), probes, 1),
         ("read_cassette (read the file, parse the JSON, check it)", read, probes, 1),
-        ("the two rows above + `Replay.open` enter and exit", replay, probes, 1),
+        ("build_request + read_cassette + `Replay.open` enter and exit", replay, probes, 1),
         ("the row above + 2 × `ChatClient.chat` (match, parse)", lambda p: replay(p, 2), probes, 1),
+        ("for comparison: the request's fingerprint (not computed on a match)", prints, probes, 1),
         ("2 × (`answer_of` + card judge)", judge, [r for p in probes for r in replay(p, 2)], 2),
         ("**`Runtime.run` as a whole**", run, probes, 1),
     ]

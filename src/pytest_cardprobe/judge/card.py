@@ -67,6 +67,7 @@ ELEMENT_KEYS: tuple[str, ...] = (
 # A card's ``refresh`` object is not an element, but the action it holds is.
 _HOLDERS: dict[str, str] = {"refresh": "action"}
 _ELEMENT_KEY_SET = frozenset(ELEMENT_KEYS)
+_ALWAYS_KNOWN = frozenset(NESTING_TYPES) | frozenset(TOLERATED_TYPES)
 # Wrappers small models put around a call written as text (docs/design.md §6).
 _CALL_WRAPPERS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
 
@@ -324,9 +325,14 @@ def find_unknown_types(
     types: Collection[str], vocabulary: Collection[str] = REFERENCE_VOCABULARY
 ) -> tuple[str, ...]:
     """The types outside ``vocabulary``, nesting-only and tolerated types; sorted."""
-    known = set(vocabulary) | set(NESTING_TYPES) | set(TOLERATED_TYPES)
     return tuple(
-        sorted(t for t in types if t not in known and not t.startswith(TOLERATED_PREFIXES))
+        sorted(
+            t
+            for t in types
+            if t not in vocabulary
+            and t not in _ALWAYS_KNOWN
+            and not t.startswith(TOLERATED_PREFIXES)
+        )
     )
 
 
