@@ -558,3 +558,26 @@ def test_judge_never_raises(text: str, control: bool, needs: bool) -> None:
     assert verdict.passed == (verdict.failure is None)
     assert "\n" not in verdict.label and len(verdict.label) <= 120
     assert Verdict.from_dict(verdict.to_dict()) == verdict
+
+
+def test_duplicate_keys_are_noted_per_reply_and_per_thread() -> None:
+    """The parser is shared; the keys it notes as repeated belong to one parse only."""
+    import threading
+
+    from pytest_cardprobe.judge.card import detect_card
+
+    twice = '[{"type":"TextBlock","text":"a","text":"b"},{"type":"Image","url":"u","url":"v"}]'
+    assert detect_card(twice).duplicate_keys == ("text", "url")
+    assert detect_card('{"type":"TextBlock","text":"a"}').duplicate_keys == ()
+    seen: list[tuple[str, ...]] = []
+
+    def judge(text: str) -> None:
+        for _ in range(200):
+            seen.append(detect_card(text).duplicate_keys)
+
+    threads = [threading.Thread(target=judge, args=(t,)) for t in (twice, '{"type":"Image"}')]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(set(seen)) == [(), ("text", "url")]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -122,20 +123,37 @@ def _short(text: str, limit: int = LABEL_LIMIT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-def _loads(text: str) -> tuple[bool, Any, tuple[str, ...], str | None]:
-    """Parse strictly; return (ok, value, duplicate keys, error message)."""
-    dupes: list[str] = []
+class _Duplicates(threading.local):
+    """The keys repeated within one object of the text being parsed (per thread)."""
 
-    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+
+_DUPLICATES = _Duplicates()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):  # a key came twice: note which
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                dupes.append(key)
+                _DUPLICATES.keys.append(key)
             seen.add(key)
-        return dict(pairs)
+    return value
 
+
+# One decoder for every reply: building one per call costs more than parsing a short reply.
+_CARD_DECODER = json.JSONDecoder(object_pairs_hook=_object)
+
+
+def _loads(text: str) -> tuple[bool, Any, tuple[str, ...], str | None]:
+    """Parse strictly; return (ok, value, duplicate keys, error message)."""
+    dupes: list[str] = []
+    _DUPLICATES.keys = dupes
     try:
-        value = json.loads(text, object_pairs_hook=pairs_hook)
+        value = _CARD_DECODER.decode(text)
     except json.JSONDecodeError as exc:
         # No "(char N)": it repeats line/column and labels must stay short.
         return False, None, (), exc.msg + f": line {exc.lineno} column {exc.colno}"

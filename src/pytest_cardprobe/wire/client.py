@@ -108,15 +108,20 @@ def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+# Built once: json.loads with an option builds a decoder per call, which costs about as
+# much as parsing a short reply.
+_STRICT = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def load_json(text: str) -> Any:
     """``json.loads`` that refuses deep nesting and non-finite numbers with ValueError."""
     if too_deep(text):
         raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
-
-    def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON number")
-
-    return json.loads(text, parse_constant=constant)
+    return _STRICT.decode(text)
 
 
 def _type(value: Any) -> str:
@@ -489,9 +494,12 @@ class ClientSettings:
 Player = Callable[[str, str, str], tuple[int, bytes, Any] | None]
 
 
+_BODY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def json_body(body: Any) -> str:
     """A request body as JSON text, written as httpx writes ``json=`` bodies."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _BODY.encode(body)
 
 
 class ChatClient:
