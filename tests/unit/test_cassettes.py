@@ -272,6 +272,18 @@ def test_cassettes_without_requests_or_fingerprint_are_checked_up_front(tmp_path
     assert asked == [1]
     with open_with(unsupported, {"model": "m"}, asked) as rec:
         assert rec.metadata["unsupported"] == "m does not support tools"
+    # Recorded with the server's refusal in it: still answered from the metadata, so no
+    # request will be matched and the fingerprint is checked up front too.
+    refused = tmp_path / "refused.yaml"
+    error = json.dumps({"error": "m does not support thinking"})
+    data = cassette_dict(recorded_body(chat_request()), error, status=400)
+    data["metadata"]["cardprobe"]["unsupported"] = "m does not support thinking"
+    save(refused, data)
+    with (
+        pytest.raises(StaleCassette, match="thinking changed since recording"),
+        open_with(refused, {"model": "m", "thinking": "on"}, asked),
+    ):
+        pass
     bare = tmp_path / "bare.yaml"
     data = cassette_dict(recorded_body(chat_request()), ollama_reply("ok"))
     data["metadata"] = {}
@@ -281,3 +293,13 @@ def test_cassettes_without_requests_or_fingerprint_are_checked_up_front(tmp_path
         open_with(bare, {"model": "m"}, asked),
     ):
         pass
+
+
+@pytest.mark.parametrize("metadata", [5, {"cardprobe": 5}, {"cardprobe": ["x"]}, "text"])
+def test_metadata_that_is_not_a_mapping_is_a_corrupt_cassette(
+    tmp_path: Path, metadata: Any
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps({"version": 1, "interactions": [], "metadata": metadata}))
+    with pytest.raises(CorruptCassette, match="metadata is not a mapping with a cardprobe"):
+        read_cassette(path)

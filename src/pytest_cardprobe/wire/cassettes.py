@@ -451,6 +451,12 @@ def checked_cassette(
             f"corrupt cassette {shown(path)}: unknown vcrpy cassette version {version!r} "
             f"(this plugin reads version {VCR_VERSION}); re-record it: {hint}"
         )
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, dict) or not isinstance(metadata.get(METADATA_KEY) or {}, dict):
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: its metadata is not a mapping with a "
+            f"{METADATA_KEY} mapping; re-record it: {hint}"
+        )
     interactions = data.get("interactions")
     if not isinstance(interactions, list):
         raise CorruptCassette(
@@ -632,20 +638,22 @@ class Replay:
 
         A request whose body matches a recorded one is the recorded request, so the
         fingerprint is computed only to name what changed when a request matches nothing,
-        or up front for a cassette that holds no request to match (one recorded as
-        unsupported). A cassette without a fingerprint is refused up front.
+        or up front when no request will be matched: a cassette that holds none, or one
+        recorded as unsupported (the test is answered from its metadata). A cassette
+        without a fingerprint is refused up front.
         """
         rec = Recording(path=path, live=False)
         data, replies = checked_cassette(path, rerecord_hint, self.max_bytes)
+        meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
         try:
             if fingerprint is not None:
-                if not data["interactions"]:
+                if not data["interactions"] or meta.get("unsupported"):
                     check_fingerprint(path, data, fingerprint())
                 elif not isinstance(_recorded_prints(data), dict):
                     check_fingerprint(path, data, {})
         except StaleCassette as exc:
             raise StaleCassette(f"{exc}; re-record with: {rerecord_hint}") from None
-        rec.metadata = dict((data.get("metadata") or {}).get(METADATA_KEY) or {})
+        rec.metadata = dict(meta)
         rec.samples = len(data["interactions"])
         player = _Player(path, data, rerecord_hint, self.redact, fingerprint, replies)
         self._playing.append(player)
