@@ -252,6 +252,7 @@ class ProbeItem(pytest.Item):
 
         state = get_state(self.config)
         probe = self.probe
+        self.result = self.shown = None  # nothing from an earlier run of this item
         try:
             # Card suites are judged on the answer's text; call suites by the call judge.
             text_judge = None
