@@ -153,3 +153,31 @@ def test_read_capped_reads_empty_files_and_files_that_grew_since_their_stat(
     assert read_capped(grown, 12) == b"0123456789AB"
     with pytest.raises(FileRefused, match="larger than"):
         read_capped(grown, 10)
+
+
+def test_read_capped_asks_for_little_more_than_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"x" * 5000)
+    asked: list[int] = []
+    real_read = os.read
+
+    def read(fd: int, n: int) -> bytes:
+        asked.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os, "read", read)
+    assert read_capped(path, 10 * 1024 * 1024) == b"x" * 5000
+    # The file's size plus one, then a small read that finds the end: never the whole cap.
+    assert asked == [5001, 1 << 16]
+
+
+def test_a_folder_that_did_not_exist_is_checked_again(tmp_path: Path) -> None:
+    root, outside = tmp_path / "cassettes", tmp_path / "elsewhere"
+    (root / "cards").mkdir(parents=True)
+    outside.mkdir()
+    cassette_path(root, "cards", "later", "date", "prose", "cold")  # no folder yet
+    (root / "cards" / "later").symlink_to(outside)
+    with pytest.raises(CassetteProblem, match="would leave the cassette folder"):
+        cassette_path(root, "cards", "later", "date", "prose", "cold")

@@ -138,10 +138,21 @@ def safe_model_name(model: str) -> str:
     return path_part(model)
 
 
-@functools.lru_cache(maxsize=1024)
 def _folder_inside(folder: str, root: str) -> bool:
-    # Asked once per folder and session: a run has a folder per suite and model, and
-    # resolving a path costs a system call per component.
+    if os.path.isabs(folder) and os.path.isdir(folder):
+        # An existing folder is resolved once per session: a run has a folder per suite and
+        # model, and resolving costs a system call per path component. (A folder swapped
+        # for a link during the session is not noticed.)
+        return _existing_folder_inside(folder, root)
+    return _resolved_inside(folder, root)
+
+
+@functools.lru_cache(maxsize=1024)
+def _existing_folder_inside(folder: str, root: str) -> bool:
+    return _resolved_inside(folder, root)
+
+
+def _resolved_inside(folder: str, root: str) -> bool:
     return Path(os.path.realpath(folder)).is_relative_to(os.path.realpath(root))
 
 
@@ -176,7 +187,7 @@ def _parsed_body(body: str | bytes | None) -> Any:
         body = body.decode("utf-8", "replace")
     try:
         return json.loads(body) if body else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return body
 
 
@@ -310,6 +321,9 @@ class _Player:
         self.replies: list[Any] = list(replies) if replies else [None] * len(self.interactions)
         self.played = [False] * len(self.interactions)
         self._bodies: dict[int, Any] = {}
+        # Interactions matched as parsed JSON, not as the same text (see response_for).
+        self._loose: set[int] = set()
+        self._prints_checked = False
 
     def _matches(self, index: int, method: str, path: str, content: str) -> bool:
         recorded = self.interactions[index]["request"]
@@ -323,15 +337,29 @@ class _Player:
         if index not in self._bodies:
             self._bodies[index] = _parsed_body(raw)
         # Redacted as it was when recorded, so a secret a hook adds still matches.
-        return bool(self._bodies[index] == redact_fields(_parsed_body(content), self.redact))
+        if self._bodies[index] == redact_fields(_parsed_body(content), self.redact):
+            self._loose.add(index)
+            return True
+        return False
 
     def response_for(self, method: str, path: str, content: str) -> int | None:
         """The index of the recorded interaction that answers a request, or ``None`` when
-        nothing here matches."""
+        nothing here matches.
+
+        A request that matches as parsed JSON but not as the same text (another writer's
+        spacing, or fields the recording redacted) may differ inside a redacted field, which
+        only the fingerprint sees: the fingerprint is then checked, once per cassette.
+        """
         count = len(self.interactions)
         matching = [i for i in range(count) if self._matches(i, method, path, content)]
         for index in matching:
             if not self.played[index]:
+                if index in self._loose and self.prints is not None and not self._prints_checked:
+                    self._prints_checked = True
+                    try:
+                        check_fingerprint(self.path, self.data, self.prints())
+                    except StaleCassette as exc:
+                        raise StaleCassette(f"{exc}; re-record with: {self.hint}") from None
                 self.played[index] = True
                 return index
         if matching:
@@ -507,6 +535,9 @@ def _shape_problem(interaction: Any) -> str | None:
         isinstance(request.get(k), str) for k in ("method", "uri")
     ):
         return "request needs a method and a uri"
+    sent = request.get("body")
+    if sent is not None and not isinstance(sent, (str, bytes)):
+        return f"request body is {type(sent).__name__}, not text"
     if not isinstance(response, dict):
         return "response is not a mapping"
     status = response.get("status")
@@ -555,14 +586,16 @@ def _asked_to_stream(body: Any) -> bool:
     return isinstance(sent, dict) and sent.get("stream") is True
 
 
-def _recorded_prints(data: Mapping[str, Any]) -> Any:
-    return ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("fingerprint")
+def _recorded_prints(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The fingerprint a cassette was recorded with; None when it has none (or an empty one)."""
+    found = ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("fingerprint")
+    return found if isinstance(found, dict) and found else None
 
 
 def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str, str]) -> None:
     """Raise :class:`StaleCassette` naming every part of the request that changed."""
     recorded = _recorded_prints(data)
-    if not isinstance(recorded, dict):
+    if recorded is None:
         raise StaleCassette(f"stale cassette {shown(path)}: it has no cardprobe fingerprint")
     changed = [k for k in expected if recorded.get(k) != expected[k]]
     changed += [k for k in ("thinking",) if k in recorded and k not in expected]
@@ -636,11 +669,12 @@ class Replay:
     ) -> Iterator[Recording]:
         """Replay one test from ``path``: missing, corrupt or stale cassettes raise.
 
-        A request whose body matches a recorded one is the recorded request, so the
+        A request whose body is the text of a recorded one is the recorded request, so the
         fingerprint is computed only to name what changed when a request matches nothing,
-        or up front when no request will be matched: a cassette that holds none, or one
-        recorded as unsupported (the test is answered from its metadata). A cassette
-        without a fingerprint is refused up front.
+        when one matches only as parsed JSON (see :meth:`_Player.response_for`), or up front
+        when no request will be matched: a cassette that holds none, or one recorded as
+        unsupported (the test is answered from its metadata). A cassette without a
+        fingerprint is refused up front.
         """
         rec = Recording(path=path, live=False)
         data, replies = checked_cassette(path, rerecord_hint, self.max_bytes)
@@ -649,8 +683,8 @@ class Replay:
             if fingerprint is not None:
                 if not data["interactions"] or meta.get("unsupported"):
                     check_fingerprint(path, data, fingerprint())
-                elif not isinstance(_recorded_prints(data), dict):
-                    check_fingerprint(path, data, {})
+                elif not _recorded_prints(data):
+                    check_fingerprint(path, data, {})  # refused: it has no fingerprint
         except StaleCassette as exc:
             raise StaleCassette(f"{exc}; re-record with: {rerecord_hint}") from None
         rec.metadata = dict(meta)

@@ -523,7 +523,6 @@ class ChatClient:
         self.shown_url = redact_url(settings.base_url)
         self._player = player
         self._client: httpx.Client | None = None
-        self._last_sent: tuple[ChatRequest, str] | None = None
 
     @property
     def _http(self) -> httpx.Client:
@@ -629,7 +628,7 @@ class ChatClient:
     def _chat_once(self, request: ChatRequest) -> ChatReply:
         path, body = self.payload(request)
         if self._player is not None:
-            played = self._player("POST", path, self._body_text(request, body))
+            played = self._player("POST", path, json_body(body))
             if played is not None:
                 return self._played(request, path, body, played)
         import httpx
@@ -655,17 +654,6 @@ class ChatClient:
             # Not model behaviour: a server (or proxy) that sent something else than a reply.
             raise InfraError(f"malformed reply: {problem}: {text[:120]!r}")
         return self._reply_of(text, parsed)
-
-    def _body_text(self, request: ChatRequest, body: dict[str, Any]) -> str:
-        """``body`` as JSON text; a test's samples send one request, so it is written once.
-
-        Keyed by the request object: a request is not changed once sent (the adjust hook
-        runs before the first send), so the text of the last one sent can be reused.
-        """
-        last = self._last_sent
-        if last is None or last[0] is not request:
-            last = self._last_sent = (request, json_body(body))
-        return last[1]
 
     def _played(
         self,
