@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.types import escape_control
 from pytest_cardprobe.wire.client import (
     ChatClient,
     ClientError,
@@ -61,7 +62,8 @@ def check(settings: Settings, collect_only: bool = False) -> None:
         return
     found = problems(settings)
     if found:
-        lines = "\n".join(f"  - {p}" for p in found)
+        # Server text (error bodies, listed model names) reaches the terminal escaped.
+        lines = "\n".join(f"  - {escape_control(p)}" for p in found)
         raise pytest.UsageError(
             f"cardprobe preflight: the live run cannot start (nothing was asked or recorded):\n"
             f"{lines}"

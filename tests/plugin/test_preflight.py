@@ -44,3 +44,16 @@ def test_the_preflight_error_shows_no_credentials_of_the_server_url(
     assert "server http://127.0.0.1:9/?region=eu does not answer" in err, err
     for part in ("someone", "pa55word-9", "k3y-9"):
         assert part not in err + result.stdout.str()
+
+
+def test_server_text_in_the_preflight_error_is_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_cardprobe import preflight
+    from pytest_cardprobe.settings import Settings
+
+    hostile = "model 'm' is not listed (it lists: \x1b[2Jx\x07, y)"
+    monkeypatch.setattr(preflight, "problems", lambda settings: [hostile])
+    with pytest.raises(pytest.UsageError) as raised:
+        preflight.check(Settings(models=["m"], record_mode="rewrite"))
+    shown = str(raised.value)
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "it lists: \\x1b[2Jx\\x07, y" in shown
