@@ -1,18 +1,11 @@
 """Time cassette replay against bare pytest (``python bench/replay.py``; see BENCHMARKS.md).
 
-Builds a seed-sized project in a temporary folder: the shipped suite (``cases/``) times
-``--models`` synthetic models, one cassette per test, made by the package's own code
-(``load_suite``, ``expand``, ``build_request``, ``ChatClient.payload``, ``fingerprint``,
-``serialize_cassette``, ``Runtime.cassette_for``). Only the replies are synthetic: realistic
-Ollama ``/api/chat`` bodies of ten kinds, so every judge path runs.
-
-Then times, interleaved so that all three see the same load, ``--repeat`` times each after one
-untimed warm-up that fills a bytecode cache (``PYTHONPYCACHEPREFIX`` in the temporary folder):
-replay (``python -m pytest -q -p no:cacheprovider cases``), bare (as many trivial passing
-tests) and bare-fail (the trivial tests with replay's outcomes: as many one-line failures, and
-xfails if replay has any, since pytest's own report costs time per failure). Prints Markdown:
-machine, every run (wall, CPU, peak RSS from ``/usr/bin/time``, load average), ratios, and
-the plugin's per-test cost by stage, timed in-process without pytest or a profiler.
+Builds the shipped suite times ``--models`` synthetic models in a temporary folder, one
+cassette per test made by the package's own code; only the replies (Ollama ``/api/chat``
+bodies of ten kinds) are synthetic. Then times replay, bare (as many trivial tests) and
+bare-fail (the trivial tests with replay's outcomes), interleaved, ``--repeat`` times each
+after an untimed warm-up that fills a bytecode cache, and prints Markdown: machine, runs
+(wall, CPU, peak RSS, load), ratios, and the plugin's per-test cost by stage, in-process.
 """
 
 # Markdown tables use the multiplication sign and the en dash.
@@ -42,6 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 SERVER = "http://127.0.0.1:11434"  # the default server, as an unconfigured recording has it
 TOOL = "render_adaptive_card"
+OK = {"code": 200, "message": "OK"}
 BAD_SIGNS = ("not recorded", "stale cassette", "corrupt cassette", "INTERNALERROR")
 PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 TARGETS = {"replay": "cases", "bare": "test_bare.py", "bare-fail": "test_bare_fail.py"}
@@ -183,16 +177,11 @@ def write_cassettes(project: Path, models: list[str], samples: int) -> dict[str,
             date = when.strftime("%a, %d %b %Y %H:%M:%S GMT")
             sent = {"content-type": ["application/json; charset=utf-8"], "date": [date]}
             reply = {"string": ollama_reply(probe, index, rng, when)}
-            responses.append(
-                {"status": {"code": 200, "message": "OK"}, "headers": sent, "body": reply}
-            )
+            responses.append({"status": OK, "headers": sent, "body": reply})
         meta = {"format": cassettes.FORMAT, "fingerprint": cassettes.fingerprint(request)}
+        recorded = {"requests": requests, "responses": responses}
         text = cassettes.serialize_cassette(
-            {
-                "requests": requests,
-                "responses": responses,
-                "metadata": {cassettes.METADATA_KEY: meta},
-            }
+            {**recorded, "metadata": {cassettes.METADATA_KEY: meta}}
         )
         target = runtime.cassette_for(probe)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -283,17 +272,17 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     def run(p: Any) -> object:
         return runtime.run(p, 2, p.name, lambda text: card_judge(text, p.case, p.suite))
 
+    def body(p: Any) -> str:
+        return json_body(runtime.client.payload(build_request(p, base))[1])
+
     def read(p: Any) -> object:
         return read_cassette(runtime.cassette_for(p))
-
-    def payload(p: Any) -> Any:
-        return runtime.client.payload(build_request(p, base))[1]
 
     def prints(p: Any) -> object:
         return fingerprint(build_request(p, base))
 
     stages: list[tuple[str, Callable[[Any], object], list[Any], int]] = [
-        ("build_request + the request's JSON", lambda p: json_body(payload(p)), probes, 1),
+        ("build_request + the request's JSON", body, probes, 1),
         ("read_cassette (read the file, parse the JSON, check it)", read, probes, 1),
         ("build_request + read_cassette + `Replay.open` enter and exit", replay, probes, 1),
         ("the row above + 2 × `ChatClient.chat` (match, parse)", lambda p: replay(p, 2), probes, 1),
@@ -312,14 +301,14 @@ def machine(before: str) -> list[tuple[str, str]]:
 
     info = Path("/proc/cpuinfo").read_text().splitlines()
     cpu = next((ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name")), "")
+    versions = (
+        f"Python {platform.python_version()}, pytest {pytest.__version__}, "
+        f"vcrpy {vcr.__version__}, PyYAML {yaml.__version__} (libyaml {yaml.__with_libyaml__})"
+    )
     return [
         ("date", dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")),
         ("machine", f"{os.cpu_count()} CPUs ({cpu}), {platform.system()} {platform.release()}"),
-        (
-            "versions",
-            f"Python {platform.python_version()}, pytest {pytest.__version__}, "
-            f"vcrpy {vcr.__version__}, PyYAML {yaml.__version__} (libyaml {yaml.__with_libyaml__})",
-        ),
+        ("versions", versions),
         ("`uptime` before", before),
         ("`uptime` after", uptime()),
     ]
@@ -396,10 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k not in skip}
     env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])
-    info: dict[str, Any] = {
-        "argv": sys.argv[1:] if argv is None else list(argv),
-        "uptime": uptime(),
-    }
+    info: dict[str, Any] = {"argv": sys.argv[1:] if argv is None else list(argv)}
+    info["uptime"] = uptime()
     try:
         for folder in ("replay", "bare"):
             shutil.rmtree(root / folder, ignore_errors=True)
