@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import load_suite
 from pytest_cardprobe.suite.matrix import expand
 from pytest_cardprobe.suite.request import build_request

@@ -139,8 +139,8 @@ def same_matrix(cases: Path) -> None:
 
 def probes_and_runtime(project: Path, models: list[str]) -> tuple[list[Any], Any]:
     """The matrix as the plugin expands it, and a replay runtime over the project."""
-    from pytest_cardprobe.runtime import Runtime
-    from pytest_cardprobe.settings import Settings
+    from pytest_cardprobe.run.runtime import Runtime
+    from pytest_cardprobe.run.settings import Settings
     from pytest_cardprobe.suite.loader import load_suite
     from pytest_cardprobe.suite.matrix import expand
     from pytest_cardprobe.wire.cassettes import Replay

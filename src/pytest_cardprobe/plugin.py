@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from pytest_cardprobe import options
 from pytest_cardprobe.files import MB
-from pytest_cardprobe.fixture import Cardprobe
-from pytest_cardprobe.items import (
+from pytest_cardprobe.glue import options
+from pytest_cardprobe.glue.fixture import Cardprobe
+from pytest_cardprobe.glue.items import (
     ProbeItem,
     SuiteFile,
     builtin_suite_files,
     marker_samples,
     not_asked,
 )
+from pytest_cardprobe.glue.state import STATE_KEY, CardprobeState, get_state
 from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, Outcome
-from pytest_cardprobe.state import STATE_KEY, CardprobeState, get_state
 from pytest_cardprobe.types import ProbeResult, escape_control
 
 REPORT_ATTR = "cardprobe"
@@ -63,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not (config.option.help or config.option.version):
         problems = read_baseline(state)
         if not hasattr(config, "workerinput"):
-            from pytest_cardprobe.guard import check_outputs
+            from pytest_cardprobe.glue.guard import check_outputs
 
             problems += check_outputs(config, state.settings)
         if problems:
@@ -135,7 +135,7 @@ def pytest_collection(session: pytest.Session) -> None:
     config = session.config
     if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
         return
-    from pytest_cardprobe.items import preflight_errors, suite_files_under
+    from pytest_cardprobe.glue.items import preflight_errors, suite_files_under
 
     args = list(config.args) or [str(config.rootpath)]
     state = get_state(config)
@@ -143,7 +143,7 @@ def pytest_collection(session: pytest.Session) -> None:
     if errors:
         raise pytest.UsageError("\n".join(errors))
     if any(True for _ in suite_files_under(args, Path(str(config.invocation_params.dir)))):
-        from pytest_cardprobe import preflight
+        from pytest_cardprobe.run import preflight
 
         # Workers collect; the controller checks the servers once for all of them.
         preflight.check(state.settings, bool(config.option.collectonly))
@@ -155,7 +155,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "no":
         return
     if any(isinstance(item, ProbeItem) for item in session.items):
-        from pytest_cardprobe import preflight
+        from pytest_cardprobe.run import preflight
 
         preflight.check(get_state(config).settings, bool(config.option.collectonly))
 
@@ -181,7 +181,7 @@ def order_probes(state: CardprobeState, items: list[pytest.Item]) -> None:
 
     Probe tests fill the positions probe tests had, so ordinary tests keep their places.
     """
-    from pytest_cardprobe.schedule import lane_of
+    from pytest_cardprobe.glue.schedule import lane_of
     from pytest_cardprobe.suite.matrix import run_order
 
     slots = [i for i, item in enumerate(items) if isinstance(item, ProbeItem)]
@@ -338,7 +338,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if hasattr(config, "workerinput"):
         return
-    from pytest_cardprobe.session import finish
+    from pytest_cardprobe.glue.session import finish
 
     finish(session, get_state(config))
 
@@ -373,7 +373,7 @@ class XdistHooks:
         """Live runs with xdist's default ``load`` hand out whole lanes (see schedule.py)."""
         if not self.state.settings.live or config.getvalue("dist") != "load":
             return None
-        from pytest_cardprobe.schedule import make_lane_scheduler
+        from pytest_cardprobe.glue.schedule import make_lane_scheduler
 
         return make_lane_scheduler(config, log, self.state.lanes)
 

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 import yaml
 
-from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.types import ChatRequest
 from pytest_cardprobe.wire.client import ChatClient, ClientSettings
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pytest_cardprobe.schedule import is_probe_nodeid, lane_of, lanes_by_nodeid
+from pytest_cardprobe.glue.schedule import is_probe_nodeid, lane_of, lanes_by_nodeid
 
 ID = re.compile(
     r"::(?P<case>[^\[]+)\[(?P<model>.+)-(?P<channel>prose|tool)-(?P<cond>cold|history)\]"

@@ -47,8 +47,8 @@ def test_the_preflight_error_shows_no_credentials_of_the_server_url(
 
 
 def test_server_text_in_the_preflight_error_is_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_cardprobe import preflight
-    from pytest_cardprobe.settings import Settings
+    from pytest_cardprobe.run import preflight
+    from pytest_cardprobe.run.settings import Settings
 
     hostile = "model 'm' is not listed (it lists: \x1b[2Jx\x07, y)"
     monkeypatch.setattr(preflight, "problems", lambda settings: [hostile])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cardprobe.starter import STARTER_DIR, STARTER_SUITE, run
+from pytest_cardprobe.cli.init import run
+from pytest_cardprobe.cli.starter import STARTER_DIR, STARTER_SUITE
 
 
 def test_a_fresh_starter_errors_not_recorded_per_test_without_a_traceback(

@@ -1,4 +1,4 @@
-"""Tool loops' messages (runtime.feedback_messages), call-arm scores, canaries and their gate."""
+"""Tool loops' messages (run/loop.feedback_messages), call-arm scores, canaries and their gate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_cardprobe.judge.call import ModelTurn
-from pytest_cardprobe.runtime import feedback_messages
+from pytest_cardprobe.run.loop import feedback_messages
 from pytest_cardprobe.score.aggregate import aggregate, canaries
 from pytest_cardprobe.score.baseline import BaselineError, baseline_document, parse_baseline
 from pytest_cardprobe.score.gate import CanaryChange, GateSettings, decide
@@ -216,10 +216,17 @@ def _loop_probe(tmp_path: object, max_turns: int) -> object:
     return next(expand(load_suite(root / "s.yaml"), ["m"]))
 
 
+def _loop(runtime: object, base: object, probe: object) -> tuple[object, object]:
+    """One sample of ``probe`` through the call suite's way of asking."""
+    from pytest_cardprobe.run.loop import ToolLoop
+
+    return ToolLoop(runtime, base, probe, runtime.server).sample(0)  # type: ignore[arg-type, attr-defined]
+
+
 class TestLoop:
     def runtime(self, client: _ScriptedClient) -> object:
-        from pytest_cardprobe.runtime import Runtime
-        from pytest_cardprobe.settings import Settings
+        from pytest_cardprobe.run.runtime import Runtime
+        from pytest_cardprobe.run.settings import Settings
         from pytest_cardprobe.wire.cassettes import backend_for
 
         runtime = Runtime(Settings(models=["m"]), backend_for("none"))
@@ -238,7 +245,7 @@ class TestLoop:
         probe = _loop_probe(tmp_path, 5)
         runtime = self.runtime(client)
         base = build_request(probe, {})  # type: ignore[arg-type]
-        record, _ = runtime.ask_loop(base, probe, 0)  # type: ignore[attr-defined]
+        record, _ = _loop(runtime, base, probe)
         assert record.passed and record.turns == 2 and record.calls == [["read_file"], []]
         assert [m["role"] for m in client.asked[1]] == ["user", "assistant", "tool"]
         assert client.asked[1][2] == {"role": "tool", "tool_name": "read_file", "content": "TEXT"}
@@ -250,7 +257,7 @@ class TestLoop:
         client = _ScriptedClient(again, again, again, again)
         probe = _loop_probe(tmp_path, 3)
         runtime = self.runtime(client)
-        record, _ = runtime.ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        record, _ = _loop(runtime, build_request(probe, {}), probe)
         assert len(client.asked) == 3 and record.turns == 3
         assert record.failure == "loop_limit" and not record.passed
 
@@ -266,7 +273,7 @@ class TestLoop:
 
         client = Failing(ChatReply("", tool_calls=(ToolCall("read_file", {"path": "a"}),)))
         probe = _loop_probe(tmp_path, 5)
-        record, last = self.runtime(client).ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        record, last = _loop(self.runtime(client), build_request(probe, {}), probe)
         assert record.failure == "infra" and record.route is None and last is None
         assert record.label.startswith("infra: HTTP 503")
 
@@ -282,7 +289,7 @@ class TestLoop:
             ChatReply("<think>done</think>It says TEXT.", raw={"eval_count": 5}),
         )
         probe = _loop_probe(tmp_path, 5)
-        record, last = self.runtime(client).ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        record, last = _loop(self.runtime(client), build_request(probe, {}), probe)
         assert record.passed and record.route == "recovered", record.label
         assert record.thinking == "the user wants a.\ndone"
         assert "<think>" not in record.reply
@@ -305,7 +312,7 @@ class TestLoop:
         client.think = []  # type: ignore[attr-defined]
         probe = _loop_probe(tmp_path, 5)
         base = build_request(probe, {}, "high")  # type: ignore[arg-type]
-        self.runtime(client).ask_loop(base, probe, 0)  # type: ignore[attr-defined]
+        _loop(self.runtime(client), base, probe)
         assert client.think == ["high", "high"]  # type: ignore[attr-defined]
 
     def test_a_broken_server_is_not_asked_again(self, tmp_path: object) -> None:
@@ -315,7 +322,7 @@ class TestLoop:
         probe = _loop_probe(tmp_path, 5)
         runtime = self.runtime(client)
         runtime.broken_servers[runtime.server] = "circuit breaker open: 5 consecutive"  # type: ignore[attr-defined]
-        record, _ = runtime.ask_loop(build_request(probe, {}), probe, 0)  # type: ignore[arg-type, attr-defined]
+        record, _ = _loop(runtime, build_request(probe, {}), probe)
         assert client.asked == [] and record.failure == "infra"
         assert "circuit breaker open" in record.label
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_cardprobe.glue.session import Failures, exit_status
 from pytest_cardprobe.score.gate import Gate
-from pytest_cardprobe.session import Failures, exit_status
 
 OK, FAILED = pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED
 PASSING, FAILING = Gate("pass", 1), Gate("fail", 1)

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.__main__ import main as cli
-from pytest_cardprobe.starter import (
+from pytest_cardprobe.cli.init import run
+from pytest_cardprobe.cli.starter import (
     DEFAULT_MODEL,
     STARTER_DIR,
     STARTER_SUITE,
     STARTER_TOOLS_SUITE,
-    run,
 )
 from pytest_cardprobe.suite.builtin import builtin_suite_path
 from pytest_cardprobe.suite.loader import load_suite

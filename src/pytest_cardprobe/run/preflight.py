@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.types import escape_control
 from pytest_cardprobe.wire.client import (
     ChatClient,

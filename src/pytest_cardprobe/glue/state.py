@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from pytest_cardprobe.files import MB
-from pytest_cardprobe.items import rerecord_hint
+from pytest_cardprobe.glue.hints import rerecord_hint
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
-from pytest_cardprobe.runtime import Runtime
+from pytest_cardprobe.run.runtime import Runtime
+from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline
 from pytest_cardprobe.score.gate import Gate
-from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import backend_for
@@ -88,7 +88,7 @@ class CardprobeState:
     def limits(self) -> SuiteLimits:
         """What suites of this run may read (roots, size cap) and ask for (samples)."""
         if self._limits is None:
-            from pytest_cardprobe.guard import suite_limits
+            from pytest_cardprobe.glue.guard import suite_limits
 
             self._limits = suite_limits(self.config, self.settings)
         return self._limits

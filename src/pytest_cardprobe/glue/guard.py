@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.files import MB, inside
-from pytest_cardprobe.settings import Settings
+from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
 
 

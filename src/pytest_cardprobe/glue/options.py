@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.score.gate import GateSettings
-from pytest_cardprobe.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
 from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS, THINK_LEVELS
 from pytest_cardprobe.wire.cassettes import RECORD_MODES

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cardprobe.glue.hints import BUILTIN_PREFIX
 from pytest_cardprobe.score.outcome import KNOWN, Outcome, outcome_of
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
@@ -15,8 +16,8 @@ from pytest_cardprobe.types import ProbeResult, Verdict
 from pytest_cardprobe.wire.cassettes import CassetteProblem
 
 if TYPE_CHECKING:
+    from pytest_cardprobe.glue.state import CardprobeState
     from pytest_cardprobe.judge.registry import Judge
-    from pytest_cardprobe.state import CardprobeState
 
 SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
 
@@ -40,7 +41,7 @@ def marker_samples(item: pytest.Item) -> int | None:
     if type(n) is not int or n < 1:
         shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
         raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
-    from pytest_cardprobe.state import get_state
+    from pytest_cardprobe.glue.state import get_state
 
     most = get_state(item.config).settings.max_samples
     if n > most:
@@ -106,11 +107,6 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
     return errors
 
 
-#: Node id prefix of a built-in suite: ``cardprobe:cards::date[model-tool-cold]``. It is not a
-#: path, so a test of a built-in suite is re-run with ``--cardprobe-suite NAME -k``.
-BUILTIN_PREFIX = "cardprobe:"
-
-
 def builtin_suite_files(session: pytest.Session, names: list[str]) -> list[SuiteFile]:
     """Collectors for the built-in suites ``names``, wherever the package is installed."""
     from pytest_cardprobe.suite.builtin import builtin_suite_path
@@ -119,24 +115,6 @@ def builtin_suite_files(session: pytest.Session, names: list[str]) -> list[Suite
         SuiteFile.from_parent(session, path=builtin_suite_path(name), nodeid=BUILTIN_PREFIX + name)
         for name in names
     ]
-
-
-def rerecord_hint(nodeid: str, model: str, live: bool) -> str:
-    """The command that records one test again (a built-in suite's id is not a path)."""
-    mode = "" if live else " --live"
-    if nodeid.startswith(BUILTIN_PREFIX):
-        suite, _, name = nodeid.removeprefix(BUILTIN_PREFIX).partition("::")
-        return f'pytest{mode} --cardprobe-suite {suite} --model {model} -k "{name}"'
-    return f'pytest{mode} --model {model} "{nodeid}"'
-
-
-def no_suite_message() -> str:
-    """What to do when models were given but no suite was collected."""
-    return (
-        "no cardprobe suite was collected, so no model was probed. Add a built-in suite with "
-        "`pytest --cardprobe-suite cards` (`pytest --cardprobe-suite list` shows them; ini "
-        "cardprobe_suites), or write your own: `python -m pytest_cardprobe init` starts one"
-    )
 
 
 def _text_judge(judge: Judge, probe: Probe) -> Callable[[str], Verdict]:
@@ -189,7 +167,7 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         """Load the suite and yield its probes; a bad suite stops the run (usage error)."""
-        from pytest_cardprobe.state import get_state
+        from pytest_cardprobe.glue.state import get_state
 
         state = get_state(self.config)
         state.suites_found += 1
@@ -241,14 +219,14 @@ class ProbeItem(pytest.Item):
 
     def samples(self) -> int:
         """--samples, else the samples(n) marker, else the suite's default."""
-        from pytest_cardprobe.state import get_state
+        from pytest_cardprobe.glue.state import get_state
 
         override = get_state(self.config).settings.samples
         return override or marker_samples(self) or self.probe.suite.samples
 
     def runtest(self) -> None:
         """Ask, judge, and pass only if every sample passed."""
-        from pytest_cardprobe.state import get_state
+        from pytest_cardprobe.glue.state import get_state
 
         state = get_state(self.config)
         probe = self.probe

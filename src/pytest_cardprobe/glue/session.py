@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.items import no_suite_message
+from pytest_cardprobe.glue.hints import no_suite_message
+from pytest_cardprobe.glue.state import CardprobeState
 from pytest_cardprobe.score import gate as gating
 from pytest_cardprobe.score.aggregate import ArmScore, aggregate, canaries
 from pytest_cardprobe.score.baseline import write_baseline
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.score.outcome import FAILED, FLIP
 from pytest_cardprobe.score.report import json_report, markdown
-from pytest_cardprobe.state import CardprobeState
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.client import redact_url
 

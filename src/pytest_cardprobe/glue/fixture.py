@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cardprobe.judge.card import REFERENCE_VOCABULARY, judge_card
-from pytest_cardprobe.runtime import Runtime
+from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Verdict
 from pytest_cardprobe.wire.cassettes import Recording, fixture_cassette_path
 

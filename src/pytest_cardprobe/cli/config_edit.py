@@ -1,143 +1,21 @@
-"""``python -m pytest_cardprobe init [DIR]``: a starter suite and its ini lines for a project.
+"""Adding the starter's ini keys to the project's pytest config file, keeping what is there.
 
-Nothing is written unless everything can be: when a file init would write or edit already
-exists, it says what would change and stops, and ``--force`` lets it go ahead. Even then an
-existing config file is only added to: keys that are already set keep their values, and the
-result is parsed again and compared with the original before it is written.
+An existing config file is only added to: keys that are already set keep their values, and
+the result is parsed again and compared with the original before it is written.
 """
 
 from __future__ import annotations
 
-import argparse
 import configparser
 import copy
 import re
-import sys
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.suite.builtin import builtin_suite_path
-
-#: The folder the starter goes into (and what ``testpaths`` names).
-STARTER_DIR = "cardprobe"
-STARTER_SUITE = "my-cards"
-STARTER_TOOLS_SUITE = "my-tools"
-#: The model written to ``cardprobe_models`` when ``--model`` is not given: the tiny model
-#: this project's own tests use (``ollama pull smollm2:135m``); change it to yours.
-DEFAULT_MODEL = "smollm2:135m"
-
-_HEADER = """\
-# A starter cardprobe suite, written by `python -m pytest_cardprobe init`. It is yours now:
-# edit the cases, add your own, rename it. Every case becomes one pytest test per model,
-# channel and condition; `pytest --live` records the model's replies under cassettes/,
-# plain `pytest` replays them offline. Reference: the built-in suite
-# (`pytest --cardprobe-suite cards`) and the README of pytest-cardprobe.
-cardprobe: 1
-name: {name}
-judge: card
-# prose: the card comes back as JSON text; tool: as the `body` argument of the tool below.
-channels: [prose, tool]
-# cold: the question comes first; history: after the two prose turns under `history`.
-conditions: [cold, history]
-# Each test asks this many times and passes only if every answer passes.
-samples: 2
-
-# System prompts, relative to this file (copied from the built-in cards suite).
-prompts:
-  prose: prompts/prose.md
-  tool: prompts/tool.md
-
-"""
-
-_CASES = """
-cases:
-  # `accept`: the Adaptive Card element types that would answer the question.
-  - id: meeting_day
-    prompt: Let me choose the day for our next team meeting.
-    accept: [Input.Date]
-  - id: parcel_alerts
-    prompt: Should I get a text when my parcel arrives? Let me switch that on or off.
-    accept: [Input.Toggle]
-  - id: weekly_steps
-    prompt: Show how many steps I walked on each day of this week.
-    accept: [Chart.VerticalBar, Chart.HorizontalBar, Chart.Line]
-  - id: open_orders
-    prompt: List my three open orders with their number, total and delivery status.
-    accept: [Table, FactSet]
-  # A negative control: a plain question whose right answer is prose, not a card.
-  - id: plain_question
-    prompt: How many minutes are there in a day?
-    accept: []
-"""
-
-
-# A call suite: does the model call the tools your application declares, with the right
-# arguments, and leave them alone when no tool fits? Its prompt comes from the built-in
-# tools suite; the tools are declared inline here (point `tools:` at a JSON or YAML file to
-# use the very file your application sends).
-_TOOLS_SUITE = """\
-# A starter call suite, written by `python -m pytest_cardprobe init`. Replace the tools with
-# yours; each case says which call a good answer makes, or that no tool fits.
-cardprobe: 1
-name: {name}
-judge: call
-conditions: [cold]
-samples: 2
-prompts:
-  call: prompts/call.md
-options:
-  num_predict: 160
-tools:
-  - type: function
-    function:
-      name: get_weather
-      description: Current weather for one city.
-      parameters:
-        type: object
-        properties:
-          city: {{type: string, description: The city name, e.g. Lisbon.}}
-          unit: {{type: string, enum: [celsius, fahrenheit], description: Temperature unit.}}
-        required: [city]
-  - type: function
-    function:
-      name: set_reminder
-      description: Remind the user of something at a given time today.
-      parameters:
-        type: object
-        properties:
-          text: {{type: string, description: What to remind the user of.}}
-          time: {{type: string, description: Time of day as HH:MM, 24-hour clock.}}
-        required: [text, time]
-cases:
-  - id: weather_lisbon
-    prompt: Is it raining in Lisbon right now?
-    expect:
-      call: get_weather
-      args: {{city: {{regex: "(?i)lisbon"}}}}
-  - id: remind_call
-    prompt: Remind me to call the dentist at 15:30.
-    expect:
-      call: set_reminder
-      args: {{time: "15:30", text: {{contains: dentist, ignore_case: true}}}}
-  # Irrelevance: no tool fits, so any call is an over-call.
-  - id: capital_question
-    prompt: What is the capital of Norway?
-    expect:
-      no_call: true
-"""
-
-# Blocks taken from the built-in cards suite, with what each is for.
-_SHARED = (
-    ("options", "Extra request options; num_predict caps a rambling reply."),
-    ("tool", "The function the tool channel declares; nothing ever runs it."),
-    ("history", "The two prose turns the history condition puts before each question."),
-)
+from pytest_cardprobe.cli.starter import STARTER_DIR
 
 
 class InitError(Exception):
@@ -153,48 +31,6 @@ class Change:
     existed: bool
     summary: str
     added_lines: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Plan:
-    """Everything init would do in one project folder."""
-
-    changes: list[Change]
-    notes: list[str]
-
-
-# ------------------------------------------------------------------------ the starter suite
-
-
-def starter_files(root: Path) -> dict[Path, str]:
-    """The starter card and call suites and their prompt files, built from the built-in ones."""
-    cards = builtin_suite_path("cards")
-    data = yaml.safe_load(cards.read_text(encoding="utf-8"))
-    # The tool declaration, history and options come from the built-in suite so the two
-    # start out asking the same way; only the questions are the starter's own.
-    body = "".join(
-        f"# {comment}\n"
-        + yaml.safe_dump({key: data[key]}, sort_keys=False, width=92, allow_unicode=True)
-        + "\n"
-        for key, comment in _SHARED
-        if key in data
-    )
-    suite = _HEADER.format(name=STARTER_SUITE) + body + _CASES
-    folder = root / STARTER_DIR
-    files = {folder / f"{STARTER_SUITE}.yaml": suite}
-    for channel, relative in data["prompts"].items():
-        source = cards.parent / relative
-        files[folder / "prompts" / f"{channel}.md"] = source.read_text(encoding="utf-8")
-    tools = builtin_suite_path("tools")
-    tools_data = yaml.safe_load(tools.read_text(encoding="utf-8"))
-    files[folder / f"{STARTER_TOOLS_SUITE}.yaml"] = _TOOLS_SUITE.format(name=STARTER_TOOLS_SUITE)
-    files[folder / "prompts" / "call.md"] = (
-        tools.parent / tools_data["prompts"]["call"]
-    ).read_text(encoding="utf-8")
-    return files
-
-
-# ------------------------------------------------------------------------ config files
 
 
 def _toml_value(values: Sequence[str]) -> str:
@@ -409,93 +245,3 @@ def config_change(root: Path, models: Sequence[str]) -> Change | list[str]:
     if pyproject.is_file():
         return _toml_change(pyproject, ("tool", "pytest", "ini_options"), models)
     return _ini_change(root / "pytest.ini", "pytest", models)
-
-
-# ------------------------------------------------------------------------ the command
-
-
-def plan(root: Path, models: Sequence[str]) -> Plan:
-    """What init would write in ``root``."""
-    changes = []
-    for path, text in starter_files(root).items():
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue  # already there as init would write it
-        changes.append(
-            Change(path, text, path.exists(), "overwrite" if path.exists() else "create")
-        )
-    config = config_change(root, models)
-    notes: list[str] = []
-    if isinstance(config, Change):
-        changes.append(config)
-    else:
-        notes.extend(config)
-    return Plan(changes, notes)
-
-
-def _shown(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
-
-
-def run(root: Path, models: Sequence[str], force: bool, out: Any = None) -> int:
-    """Write the starter into ``root``; 1 without writing anything when it would change files."""
-    out = out or sys.stdout
-    try:
-        todo = plan(root, models)
-    except InitError as exc:
-        print(f"init: {exc}", file=sys.stderr)
-        return 1
-    clashes = [c for c in todo.changes if c.existed]
-    if clashes and not force:
-        print("init: nothing written; these files exist and would change:", file=sys.stderr)
-        for change in clashes:
-            print(f"  {_shown(change.path, root)}: {change.summary}", file=sys.stderr)
-            for line in change.added_lines:
-                print(f"      + {line}", file=sys.stderr)
-        print(
-            "run again with --force to write them (ini keys already set are kept)", file=sys.stderr
-        )
-        return 1
-    for change in todo.changes:
-        write_atomically(change.path, change.text)
-        print(f"{_shown(change.path, root)}: {change.summary}", file=out)
-        for line in change.added_lines:
-            print(f"    + {line}", file=out)
-    if not todo.changes:
-        print("init: the starter is in place already; nothing to do", file=out)
-    for note in todo.notes:
-        print(f"note: {note}", file=out)
-    print(
-        "next: start your model server, then `pytest --live` records the starter's cassettes "
-        "and `pytest` replays them; `pytest --cardprobe-suite cards` adds the built-in suite",
-        file=out,
-    )
-    return 0
-
-
-def main(argv: Sequence[str]) -> int:
-    """``init [DIR] [--model NAME ...] [--force]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pytest_cardprobe init",
-        description="Write a starter cardprobe suite and its ini lines into a project folder.",
-    )
-    parser.add_argument("dir", nargs="?", default=".", help="project folder (default: .)")
-    parser.add_argument(
-        "--model",
-        action="append",
-        dest="models",
-        metavar="NAME",
-        help=f"model for cardprobe_models; repeatable (default: {DEFAULT_MODEL})",
-    )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="overwrite starter files and add to existing config files (set keys are kept)",
-    )
-    args = parser.parse_args(list(argv))
-    root = Path(args.dir)
-    if root.exists() and not root.is_dir():
-        parser.error(f"{root} is not a folder")
-    return run(root, args.models or [DEFAULT_MODEL], args.force)

@@ -1,0 +1,59 @@
+"""``python -m pytest_cardprobe diff OLD.json NEW.json``: the gate between two recorded runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def main(argv: Sequence[str]) -> int:
+    """Compare two ``--cardprobe-json`` reports; exit 1 when the gate between them fails."""
+    from pytest_cardprobe.files import write_atomically
+    from pytest_cardprobe.score.diff import ReportError, compare_runs
+    from pytest_cardprobe.score.gate import GateSettings
+    from pytest_cardprobe.score.report import flip_lines, markdown, scoreboard_lines
+
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_cardprobe diff",
+        description="Per arm: pass and adoption change from OLD to NEW, and the flipped cases.",
+    )
+    parser.add_argument("old", metavar="OLD.json", type=Path)
+    parser.add_argument("new", metavar="NEW.json", type=Path)
+    parser.add_argument("--md", metavar="PATH", type=Path, help="also write it as Markdown")
+    parser.add_argument(
+        "--noise-floor",
+        metavar="K",
+        type=int,
+        default=None,
+        help="cases an arm may lose (default: the NEW run's, else 1)",
+    )
+    args = parser.parse_args(list(argv))
+    docs = []
+    for path in (args.old, args.new):
+        try:
+            docs.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"error: cannot read {path}: {exc}", file=sys.stderr)
+            return 2
+    floor = args.noise_floor
+    if floor is None:
+        run = docs[1].get("run") if isinstance(docs[1], dict) else None
+        floor = (run or {}).get("noise_floor", GateSettings().noise_floor)
+    try:
+        arms, gate = compare_runs(
+            docs[0], docs[1], GateSettings(noise_floor=int(floor)), (str(args.old), str(args.new))
+        )
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    lines = scoreboard_lines(arms, gate)
+    flips = flip_lines(gate)
+    if flips:
+        lines += ["", "flipped cases:", *(f"  {line}" for line in flips)]
+    print("\n".join(lines))
+    if args.md:
+        write_atomically(args.md, markdown(arms, gate))
+    return 1 if gate.failed else 0
