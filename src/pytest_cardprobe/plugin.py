@@ -140,6 +140,7 @@ def pytest_collection(session: pytest.Session) -> None:
     args = list(config.args) or [str(config.rootpath)]
     state = get_state(config)
     errors = preflight_errors(state, args, Path(str(config.invocation_params.dir)))
+    errors += state.recording_clashes()
     if errors:
         raise pytest.UsageError("\n".join(errors))
     if any(True for _ in suite_files_under(args, Path(str(config.invocation_params.dir)))):
@@ -157,11 +158,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any(isinstance(item, ProbeItem) for item in session.items):
         from pytest_cardprobe.run import preflight
 
-        preflight.check(get_state(config).settings, bool(config.option.collectonly))
+        state = get_state(config)
+        problems = state.recording_clashes()
+        if problems:
+            raise pytest.UsageError("\n".join(problems))
+        preflight.check(state.settings, bool(config.option.collectonly))
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Stop before running anything when a suite or a samples marker is wrong."""
+    """Stop before running anything when a suite or a samples marker is wrong; order the
+    probe tests and give each its lane's server.
+
+    Last, so that lanes are cut from the tests that will run: ``-k``, ``-m``,
+    ``--deselect`` and ``--lf`` deselect in this same hook, and a lane built before them
+    could leave a server with nothing to do.
+    """
     state = get_state(config)
     if state.collect_errors:
         raise pytest.UsageError("\n".join(state.collect_errors))

@@ -277,6 +277,8 @@ class ProbeResult:
     canary: str | None = None
     # How pytest showed it against the baseline (score/outcome.py); set where the test ran.
     outcome: str | None = None
+    # When the test's cassette was recorded (ISO 8601, UTC), when the cassette says so.
+    recorded: str | None = None
 
     @property
     def arm(self) -> tuple[str, str, str, str]:
@@ -298,8 +300,9 @@ class ProbeResult:
         """JSON-able form."""
         data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
-        if data["canary"] is None:
-            del data["canary"]
+        for name in ("canary", "recorded"):
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod

@@ -21,6 +21,7 @@ class FaultServer:
     def __init__(self, httpd: ThreadingHTTPServer) -> None:
         self.httpd = httpd
         self.chats: list[str] = []
+        self.requests: list[str] = []  # every request, as "METHOD /path"
         self.delay = 0.0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -46,12 +47,14 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:
+            server.requests.append(f"GET {self.path}")
             if self.path == "/api/tags":
                 self._send(200, {"models": []})
             else:
                 self._send(200, {"version": "fault"})
 
         def do_POST(self) -> None:
+            server.requests.append(f"POST {self.path}")
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path == "/api/show":

@@ -70,7 +70,7 @@ def test_k_selects_builtin_tests_alongside_the_projects_own(
     result.stdout.fnmatch_lines(
         [
             "not recorded — run with --live to record it: pytest --live --cardprobe-suite cards "
-            '--model m -k "date[[]m-tool-cold[]]" (no cassette *',
+            "--model m -k 'date[[]m-tool-cold[]]' (no cassette *",
         ]
     )
 

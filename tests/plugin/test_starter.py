@@ -19,7 +19,7 @@ def test_a_fresh_starter_errors_not_recorded_per_test_without_a_traceback(
     result.stdout.fnmatch_lines(
         [
             f"not recorded — run with --live to record it: pytest --live --model tiny:1b "
-            f'"{STARTER_DIR}/{STARTER_SUITE}.yaml::meeting_day[[]tiny:1b-prose-cold[]]"'
+            f"'{STARTER_DIR}/{STARTER_SUITE}.yaml::meeting_day[[]tiny:1b-prose-cold[]]'"
             " (no cassette *"
         ]
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pytest_cardprobe.score.aggregate import aggregate
 from pytest_cardprobe.score.html import html_report
-from pytest_cardprobe.score.report import by_route, markdown, retry_section, rows, scoreboard_lines
+from pytest_cardprobe.score.markdown import markdown
+from pytest_cardprobe.score.report import by_route, retry_section, rows, scoreboard_lines
 from pytest_cardprobe.types import ProbeResult, SampleRecord
 
 

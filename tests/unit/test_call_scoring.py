@@ -11,7 +11,8 @@ from pytest_cardprobe.run.loop import feedback_messages
 from pytest_cardprobe.score.aggregate import aggregate, canaries
 from pytest_cardprobe.score.baseline import BaselineError, baseline_document, parse_baseline
 from pytest_cardprobe.score.gate import CanaryChange, GateSettings, decide
-from pytest_cardprobe.score.report import markdown, scoreboard_lines
+from pytest_cardprobe.score.markdown import markdown
+from pytest_cardprobe.score.report import scoreboard_lines
 from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.types import ChatReply, ProbeResult, SampleRecord, ToolCall
 
@@ -150,7 +151,7 @@ class TestCanary:
 
     def test_a_changed_canary_is_a_gate_regression(self) -> None:
         before = self.run(True, False)
-        document = baseline_document(aggregate(before), before, canaries(before))
+        document, _ = baseline_document(aggregate(before), before, canaries(before))
         assert document["canary"] == {"tools/m": "supported"}
         base = parse_baseline(json.loads(json.dumps(document)), "baseline")
         assert base.canary == {"tools/m": "supported"}

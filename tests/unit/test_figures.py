@@ -70,7 +70,8 @@ def test_arm_timing_sums_tokens_and_rates_generation() -> None:
 
 
 def test_a_changed_model_is_named_in_the_scoreboard_and_markdown() -> None:
-    from pytest_cardprobe.score.report import markdown, scoreboard_lines
+    from pytest_cardprobe.score.markdown import markdown
+    from pytest_cardprobe.score.report import scoreboard_lines
 
     arm = ArmScore("s", "m", "prose", "cold")
     result = ProbeResult("n", "s", "m", "prose", "cold", "c", "passed")
@@ -88,7 +89,7 @@ def test_a_changed_model_is_named_in_the_scoreboard_and_markdown() -> None:
 
 def test_server_text_in_the_markdown_report_is_escaped() -> None:
     """A digest or fingerprint comes from the server: no raw control character or table break."""
-    from pytest_cardprobe.score.report import markdown
+    from pytest_cardprobe.score.markdown import markdown
 
     hostile = "evil\x1b]0;owned\x07|x"
     arm = ArmScore("s", "m", "prose", "cold")

@@ -7,6 +7,10 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_cardprobe.score.gate import Gate
 
 
 def main(argv: Sequence[str]) -> int:
@@ -14,7 +18,9 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.files import write_atomically
     from pytest_cardprobe.score.diff import ReportError, compare_runs
     from pytest_cardprobe.score.gate import GateSettings
-    from pytest_cardprobe.score.report import flip_lines, markdown, scoreboard_lines
+    from pytest_cardprobe.score.markdown import markdown
+    from pytest_cardprobe.score.report import flip_lines, scoreboard_lines
+    from pytest_cardprobe.types import escape_control
 
     parser = argparse.ArgumentParser(
         prog="python -m pytest_cardprobe diff",
@@ -31,6 +37,9 @@ def main(argv: Sequence[str]) -> int:
         help="cases an arm may lose (default: the NEW run's, else 1)",
     )
     args = parser.parse_args(list(argv))
+    if args.md is not None and (args.md.is_dir() or str(args.md) == ""):
+        print(f"error: --md {args.md} is a directory; give a file path", file=sys.stderr)
+        return 2
     docs = []
     for path in (args.old, args.new):
         try:
@@ -53,7 +62,28 @@ def main(argv: Sequence[str]) -> int:
     flips = flip_lines(gate)
     if flips:
         lines += ["", "flipped cases:", *(f"  {line}" for line in flips)]
-    print("\n".join(lines))
+    unlike = coverage_lines(gate, str(args.old), str(args.new))
+    if unlike:
+        lines += ["", "not compared (in one report only):", *(f"  {line}" for line in unlike)]
+    print(escape_control("\n".join(lines), keep_newlines=True))
     if args.md:
-        write_atomically(args.md, markdown(arms, gate))
+        try:
+            write_atomically(args.md, markdown(arms, gate))
+        except OSError as exc:
+            print(
+                f"error: cannot write the Markdown report to {args.md}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return 2
     return 1 if gate.failed else 0
+
+
+def coverage_lines(gate: Gate, old: str, new: str) -> list[str]:
+    """What only one of the two runs has: whole arms, and per arm the cases NEW did not run."""
+    lines = [f"only in OLD ({old}): {arm}" for arm in gate.not_run]
+    lines += [f"only in NEW ({new}): {arm}" for arm in gate.new]
+    for arm_id, c in sorted(gate.arms.items()):
+        if c.partial and c.cases_in_baseline is not None:
+            missing = c.cases_in_baseline - c.baseline_cases_run
+            lines.append(f"{arm_id}: {missing} case(s) of OLD not run in NEW")
+    return lines

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +53,7 @@ class Cardprobe:
                 self.runtime.backend.open(
                     path,
                     fingerprint=None,
-                    rerecord_hint=f'pytest --live "{self.nodeid}"',
+                    rerecord_hint=f"pytest --live {shlex.quote(self.nodeid)}",
                 )
             )
         return self._recording_open

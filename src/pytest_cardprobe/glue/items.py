@@ -97,6 +97,7 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
         clash = same_name(names, suite.name, path)
         if clash:
             errors.append(clash)
+        state.note_suite(suite)
         if state.settings.strict_tools:
             errors.extend(f"{f} (--strict-tools)" for f in tool_lint(suite))
     if found and not state.settings.models:
@@ -180,6 +181,7 @@ class SuiteFile(pytest.File):
         if clash:
             state.collect_errors.append(clash)
             return
+        state.note_suite(suite)
         settings = state.settings
         findings = tool_lint(suite)
         if findings and settings.strict_tools:

@@ -242,7 +242,15 @@ def add_options(parser: pytest.Parser) -> None:
         "--update-baseline",
         action="store_true",
         dest="cardprobe_update_baseline",
-        help="write this run's verdicts as the new baseline instead of gating",
+        help="merge this run's verdicts into the baseline instead of gating (cases that did "
+        "not run keep their entries)",
+    )
+    group.addoption(
+        "--cardprobe-prune-baseline",
+        action="store_true",
+        dest="cardprobe_prune_baseline",
+        help="like --update-baseline, and also remove the cases and arms the collected suites "
+        "no longer have",
     )
     group.addoption(
         "--strict-baseline",
@@ -471,7 +479,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
             max_unscored=_ini(config, "cardprobe_max_unscored", share("cardprobe_max_unscored")),
         ),
         baseline=baseline or root / _DEFAULT.baseline,
-        update_baseline=bool(opt.cardprobe_update_baseline),
+        update_baseline=bool(opt.cardprobe_update_baseline or opt.cardprobe_prune_baseline),
+        prune_baseline=bool(opt.cardprobe_prune_baseline),
         json_report=_path(root, opt.cardprobe_json),
         md_report=_path(root, opt.cardprobe_md),
         think=opt.cardprobe_think,

@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.files import shown, write_atomically
 from pytest_cardprobe.glue.hints import no_suite_message
 from pytest_cardprobe.glue.state import CardprobeState
 from pytest_cardprobe.score import gate as gating
 from pytest_cardprobe.score.aggregate import ArmScore, aggregate, canaries
-from pytest_cardprobe.score.baseline import write_baseline
+from pytest_cardprobe.score.baseline import BaselineUpdate, write_baseline
 from pytest_cardprobe.score.gate import Gate
+from pytest_cardprobe.score.jsonreport import json_report
+from pytest_cardprobe.score.markdown import markdown
 from pytest_cardprobe.score.outcome import FAILED, FLIP
-from pytest_cardprobe.score.report import json_report, markdown
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.client import redact_url
 
@@ -95,9 +96,11 @@ def decide_gate(
     results: Sequence[ProbeResult],
     problems: list[str] | None = None,
 ) -> Gate | None:
-    """Write the baseline (``--update-baseline``) or compare with the one loaded at start.
+    """Merge this run into the baseline (``--update-baseline``) or compare with the one
+    loaded at start.
 
     A baseline that cannot be written is added to ``problems`` (when given; else raised).
+    ``--prune-baseline`` also drops what the suites this run collected no longer have.
     """
     settings = state.settings
     if not arms:
@@ -105,13 +108,21 @@ def decide_gate(
     found = canaries(results)
     if settings.update_baseline:
         path = settings.baseline
+        prune = state.suite_shapes if settings.prune_baseline else None
+        done: list[BaselineUpdate] = []
+
+        def write() -> None:
+            done.append(write_baseline(path, arms, results, found, prune))
+
         if problems is None:
-            write_baseline(path, arms, results, found)
+            write()
         else:
-            failed = written("baseline", path, lambda: write_baseline(path, arms, results, found))
+            failed = written("baseline", path, write)
             if failed:
                 problems.append(failed)
-        return gating.updated(arms, settings.gate.noise_floor, settings.baseline.name, found)
+        update = done[0] if done else BaselineUpdate(shown(path))
+        update.path = shown(path)
+        return gating.updated(arms, settings.gate.noise_floor, update, found)
     return gating.decide(arms, results, state.baseline, settings.gate, found)
 
 

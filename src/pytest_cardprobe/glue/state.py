@@ -11,13 +11,14 @@ import pytest
 
 from pytest_cardprobe.files import MB
 from pytest_cardprobe.glue.hints import rerecord_hint
+from pytest_cardprobe.glue.recording import clashes, suite_file
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline
 from pytest_cardprobe.score.gate import Gate
-from pytest_cardprobe.suite.loader import SuiteLimits
+from pytest_cardprobe.suite.loader import Suite, SuiteLimits
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes import backend_for
 
@@ -44,6 +45,13 @@ class CardprobeState:
     #: A message for the end of the run that is not part of the scoreboard.
     notice: str = ""
     suite_names: dict[str, Path] = field(default_factory=dict)
+    #: Per suite this process loaded: its case ids and asked (channel, condition) arms, for
+    #: ``--prune-baseline`` (on the xdist controller, from the check made before collection).
+    suite_shapes: dict[str, tuple[frozenset[str], frozenset[tuple[str, str]]]] = field(
+        default_factory=dict
+    )
+    #: Per suite this process loaded: the suite file its cassettes record (glue/recording.py).
+    suite_files: dict[str, str] = field(default_factory=dict)
     _limits: SuiteLimits | None = None
     _runtime: Runtime | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
@@ -64,11 +72,6 @@ class CardprobeState:
             if workerinput is not None:
                 index = int(str(workerinput.get("workerid", "gw0")).lstrip("gw") or 0)
             hook = self.config.hook
-            live = self.settings.live
-
-            def hint(nodeid: str, model: str) -> str:
-                return rerecord_hint(nodeid, model, live)
-
             self._runtime = Runtime(
                 self.settings,
                 backend_for(
@@ -80,7 +83,8 @@ class CardprobeState:
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
                     request=request, probe=probe, config=self.config
                 ),
-                rerecord_hint=hint,
+                rerecord_hint=rerecord_hint,
+                suite_file=lambda suite: suite_file(suite, self.config.rootpath),
             )
         return self._runtime
 
@@ -97,6 +101,23 @@ class CardprobeState:
     def lanes(self) -> int:
         """Contiguous runs of probe tests a live run is split into: one per server slot."""
         return len(self.settings.servers) * max(1, self.settings.parallel)
+
+    def note_suite(self, suite: Suite) -> None:
+        """Remember what ``suite`` has (its cases and arms) for pruning the baseline."""
+        from pytest_cardprobe.suite.matrix import asked_arms
+
+        self.suite_shapes[suite.name] = (frozenset(c.id for c in suite.cases), asked_arms(suite))
+        self.suite_files[suite.name] = suite_file(suite, self.config.rootpath)
+
+    def recording_clashes(self) -> list[str]:
+        """A recording run's usage errors: suites whose cassette folder holds another file's."""
+        if not self.settings.live:
+            return []
+        return clashes(
+            self.suite_files.items(),
+            self.settings.cassette_dir,
+            int(self.settings.max_file_mb * MB),
+        )
 
     def judge_names(self) -> JudgeNames:
         """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""

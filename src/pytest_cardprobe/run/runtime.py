@@ -9,9 +9,10 @@ tool support, identity, warmed up). How a probe asks is one of the ways in ``ask
 
 from __future__ import annotations
 
+import datetime
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from pytest_cardprobe.run.breaker import Breaker
 from pytest_cardprobe.run.loop import ToolLoop, turn_request
 from pytest_cardprobe.run.retry import RetryThroughTool
 from pytest_cardprobe.run.settings import Settings
+from pytest_cardprobe.suite.loader import Suite
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord
@@ -41,6 +43,17 @@ from pytest_cardprobe.wire.client import (
     redact_url,
 )
 from pytest_cardprobe.wire.slots import server_slot
+
+
+def utc_now() -> str:
+    """The time now, as the cassettes and the baseline write it (ISO 8601, UTC, seconds)."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def recorded_at(metadata: Mapping[str, Any]) -> str | None:
+    """A cassette's recording time from its metadata, when it is a plausible one."""
+    value = metadata.get("recorded")
+    return value if isinstance(value, str) and len(value) <= 40 else None
 
 
 def new_result(probe: Probe, nodeid: str) -> ProbeResult:
@@ -68,12 +81,14 @@ class Runtime:
         server_index: int = 0,
         adjust: Callable[[ChatRequest, Probe | None], None] = lambda r, p: None,
         rerecord_hint: Callable[[str, str], str] = lambda nodeid, model: "pytest --live",
+        suite_file: Callable[[Suite], str] = lambda suite: suite.path.name,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self.server = settings.servers[server_index % len(settings.servers)]
         self._adjust = adjust
         self._hint = rerecord_hint
+        self._suite_file = suite_file
         self._clients: dict[str, ChatClient] = {}
         self.missing_models: dict[str, str] = {}
         self.breaker = Breaker(settings.breaker)
@@ -260,6 +275,13 @@ class Runtime:
         with self.backend.open(
             path, fingerprint=prints, rerecord_hint=self._hint(nodeid, probe.model)
         ) as rec:
+            if rec.live:
+                # Which suite file this cassette belongs to, and when it was recorded: a
+                # same-named suite file may not record over it (glue/recording.py), and the
+                # baseline keeps the time per case.
+                rec.metadata["suite_file"] = self._suite_file(probe.suite)
+                rec.metadata["recorded"] = utc_now()
+            result.recorded = recorded_at(rec.metadata)
             if unsupported or rec.metadata.get("unsupported"):
                 rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
                 result.status, result.message = "unsupported", rec.metadata["unsupported"]

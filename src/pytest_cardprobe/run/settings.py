@@ -47,6 +47,8 @@ class Settings:
     gate: GateSettings = field(default_factory=GateSettings)
     baseline: Path = Path("cardprobe-baseline.json")
     update_baseline: bool = False
+    # --prune-baseline: also drop cases and arms the collected suites no longer have.
+    prune_baseline: bool = False
     json_report: Path | None = None
     md_report: Path | None = None
     html_report: Path | None = None

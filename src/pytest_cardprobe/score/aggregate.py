@@ -230,8 +230,10 @@ def aggregate(results: Iterable[ProbeResult]) -> list[ArmScore]:
 
 # --------------------------------------------------------------------------- canary
 
-#: Canary verdicts (seed 000), best first.
+#: Canary verdicts, best first.
 CANARY_VERDICTS: tuple[str, ...] = ("supported", "supportedButDeclines", "overCalls", "unsupported")
+#: The word of a canary whose needs_tool or no_tool side did not run this time.
+NOT_MEASURED = "not measured"
 
 
 @dataclass
@@ -252,9 +254,19 @@ class Canary:
         return f"{self.suite}/{self.model}"
 
     @property
+    def measured(self) -> bool:
+        """Both sides were judged: at least one needs_tool and one no_tool sample (or the
+        server refused tools). A verdict from one side only is no verdict: a ``-k`` run that
+        selects one canary case must not compare or record one."""
+        return self.unsupported or (self.needs_total > 0 and self.no_total > 0)
+
+    @property
     def verdict(self) -> str:
         """``unsupported`` (the server refuses tools), ``overCalls`` (a call where none was
-        needed), ``supportedButDeclines`` (no call where one was needed), else ``supported``."""
+        needed), ``supportedButDeclines`` (no call where one was needed), else ``supported``;
+        ``not measured`` when one side did not run (see :attr:`measured`)."""
+        if not self.measured:
+            return NOT_MEASURED
         if self.unsupported:
             return "unsupported"
         if self.no_abstained < self.no_total:
@@ -267,6 +279,23 @@ class Canary:
         """One scoreboard line."""
         if self.unsupported:
             return f"canary {self.key}: unsupported (the server refuses tools)"
+        if not self.measured:
+            missing = [
+                f"{side} 0/0"
+                for side, n in (("needs_tool", self.needs_total), ("no_tool", self.no_total))
+                if not n
+            ]
+            ran = (
+                f"needs_tool called {self.needs_called}/{self.needs_total}"
+                if self.needs_total
+                else f"no_tool abstained {self.no_abstained}/{self.no_total}"
+                if self.no_total
+                else "no canary sample was judged"
+            )
+            return (
+                f"canary {self.key}: {NOT_MEASURED} ({', '.join(missing)}) — {ran}; a verdict "
+                "needs both sides, so none is compared or written to the baseline"
+            )
         return (
             f"canary {self.key}: {self.verdict} — needs_tool called "
             f"{self.needs_called}/{self.needs_total}, no_tool abstained "

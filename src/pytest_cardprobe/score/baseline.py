@@ -38,6 +38,7 @@ class CaseVerdict:
     label: str
     calls: int = 0
     tool_calls: int = 0
+    recorded: str | None = None  # when the case's cassette was recorded (ISO 8601, UTC)
 
 
 @dataclass
@@ -90,11 +91,14 @@ def parse_baseline(data: object, source: str) -> Baseline:
             for count in ("calls", "tool_calls"):
                 value = entry.get(count, 0)
                 _want(type(value) is int and value >= 0, f"{at}.{count}", "an integer >= 0")
+            recorded = entry.get("recorded")
+            _want(recorded is None or isinstance(recorded, str), f"{at}.recorded", "a string")
             cases[str(case)] = CaseVerdict(
                 passed=entry["passed"],
                 label=entry.get("label", ""),
                 calls=entry.get("calls", 0),
                 tool_calls=entry.get("tool_calls", 0),
+                recorded=recorded,
             )
         out[str(arm_id)] = cases
     canary = data.get("canary", {})
@@ -152,41 +156,133 @@ def route_counts(results: Sequence[ProbeResult]) -> dict[tuple[str, str], tuple[
     return counts
 
 
+#: What a pruning run knows of each suite it collected: its case ids and its
+#: (channel, condition) arms. Arms and cases of suites it did not collect are kept.
+SuiteShapes = Mapping[str, tuple[frozenset[str], frozenset[tuple[str, str]]]]
+
+
+@dataclass
+class BaselineUpdate:
+    """What ``--update-baseline`` did: the cases it wrote, kept and pruned."""
+
+    path: str
+    updated: int = 0  # cases of this run written into their arms
+    arms: int = 0  # arms those cases belong to
+    kept: int = 0  # cases of the old baseline that did not run and stay as they were
+    pruned_cases: list[str] = field(default_factory=list)  # ``arm: case``
+    pruned_arms: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        """``baseline: updated N case(s) in M arm(s), kept K`` (and what was pruned)."""
+        text = (
+            f"baseline {self.path}: updated {self.updated} case(s) in {self.arms} arm(s), "
+            f"kept {self.kept}"
+        )
+        if self.pruned_cases or self.pruned_arms:
+            text += (
+                f"; pruned {len(self.pruned_cases)} case(s) and {len(self.pruned_arms)} arm(s) "
+                "the suites no longer have"
+            )
+        return text
+
+
+def _case_entries(
+    arm: ArmScore, counts: Mapping[tuple[str, str], tuple[int, int]], recorded: Mapping[str, str]
+) -> dict[str, dict[str, Any]]:
+    """The verdict entries of this run's judged cases of ``arm`` (unscored ones have none)."""
+    cases: dict[str, dict[str, Any]] = {}
+    for case, info in sorted(arm.cases.items()):
+        if info["status"] not in ("passed", "failed"):
+            continue
+        calls, tool = counts.get((arm.id, case), (0, 0))
+        entry: dict[str, Any] = {
+            "passed": info["status"] == "passed",
+            "label": info["label"],
+            "calls": calls,
+            "tool_calls": tool,
+        }
+        when = recorded.get(f"{arm.id}::{case}")
+        if when:
+            entry["recorded"] = when
+        cases[case] = entry
+    return cases
+
+
+def _arm_entry(
+    arm_key: Mapping[str, Any], verdicts: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """An arm's document: its key fields and totals computed from its verdicts."""
+    return {
+        "suite": arm_key["suite"],
+        "model": arm_key["model"],
+        "channel": arm_key["channel"],
+        "condition": arm_key["condition"],
+        "passed": sum(bool(v["passed"]) for v in verdicts.values()),
+        "cases": len(verdicts),
+        "calls": sum(int(v.get("calls", 0)) for v in verdicts.values()),
+        "tool_calls": sum(int(v.get("tool_calls", 0)) for v in verdicts.values()),
+        "verdicts": dict(sorted(verdicts.items())),
+    }
+
+
 def baseline_document(
     arms: Sequence[ArmScore],
     results: Sequence[ProbeResult],
     canaries: Sequence[Canary] = (),
-) -> dict[str, Any]:
-    """The baseline document for this run's arms and canaries (stable ordering, no timestamps)."""
+    old: Mapping[str, Any] | None = None,
+    prune: SuiteShapes | None = None,
+    path: str = "",
+) -> tuple[dict[str, Any], BaselineUpdate]:
+    """The baseline after this run: ``old`` with this run's judged cases merged in.
+
+    Merging never shrinks: a case of ``old`` that did not run keeps its entry, an arm that
+    did not run keeps all of its own, and a canary is written only when it was measured
+    (both sides ran). ``prune`` (the suites this run collected) removes what those suites no
+    longer have, and only that. An arm with no judged case is not created.
+    """
     counts = route_counts(results)
-    out: dict[str, Any] = {}
+    recorded = {f"{r.arm_id}::{r.case}": r.recorded for r in results if r.recorded}
+    update = BaselineUpdate(path)
+    merged: dict[str, dict[str, Any]] = {
+        arm_id: dict(entry) for arm_id, entry in ((old or {}).get("arms") or {}).items()
+    }
     for arm in arms:
-        cases = {}
-        for case, info in sorted(arm.cases.items()):
-            if info["status"] not in ("passed", "failed"):
-                continue  # unscored cases have no verdict to keep
-            calls, tool = counts.get((arm.id, case), (0, 0))
-            cases[case] = {
-                "passed": info["status"] == "passed",
-                "label": info["label"],
-                "calls": calls,
-                "tool_calls": tool,
-            }
-        out[arm.id] = {
-            "suite": arm.suite,
-            "model": arm.model,
-            "channel": arm.channel,
-            "condition": arm.condition,
-            "passed": arm.passed,
-            "cases": len(cases),
-            "calls": arm.calls,
-            "tool_calls": arm.routes.get("tool_calls", 0),
-            "verdicts": cases,
-        }
-    data: dict[str, Any] = {"format": BASELINE_FORMAT, "arms": dict(sorted(out.items()))}
-    if canaries:
-        data["canary"] = {c.key: c.verdict for c in sorted(canaries, key=lambda c: c.key)}
-    return data
+        cases = _case_entries(arm, counts, recorded)
+        if not cases:
+            continue
+        before = dict((merged.get(arm.id) or {}).get("verdicts") or {})
+        update.updated += len(cases)
+        update.arms += 1
+        key = {"suite": arm.suite, "model": arm.model, "channel": arm.channel}
+        merged[arm.id] = _arm_entry({**key, "condition": arm.condition}, {**before, **cases})
+    ran = {(a.id, c) for a in arms for c in a.cases}
+    for arm_id in list(merged):
+        entry = merged[arm_id]
+        verdicts = dict(entry.get("verdicts") or {})
+        shape = (prune or {}).get(str(entry.get("suite", "")))
+        if shape is not None:
+            has_cases, combos = shape
+            if (entry.get("channel"), entry.get("condition")) not in combos:
+                update.pruned_arms.append(arm_id)
+                del merged[arm_id]
+                continue
+            gone = sorted(c for c in verdicts if c not in has_cases)
+            if gone:
+                update.pruned_cases += [f"{arm_id}: {c}" for c in gone]
+                verdicts = {c: v for c, v in verdicts.items() if c in has_cases}
+                if not verdicts:
+                    update.pruned_arms.append(arm_id)
+                    del merged[arm_id]
+                    continue
+                merged[arm_id] = _arm_entry(entry, verdicts)
+        update.kept += sum((arm_id, c) not in ran for c in verdicts)
+    data: dict[str, Any] = {"format": BASELINE_FORMAT, "arms": dict(sorted(merged.items()))}
+    canary = dict((old or {}).get("canary") or {})
+    canary.update({c.key: c.verdict for c in canaries if c.measured})
+    if canary:
+        data["canary"] = dict(sorted(canary.items()))
+    return data, update
 
 
 def write_baseline(
@@ -194,17 +290,17 @@ def write_baseline(
     arms: Sequence[ArmScore],
     results: Sequence[ProbeResult],
     canaries: Sequence[Canary] = (),
-) -> None:
-    """Write the baseline atomically, keeping arms (and canaries) that did not run this time."""
-    data = baseline_document(arms, results, canaries)
+    prune: SuiteShapes | None = None,
+) -> BaselineUpdate:
+    """Merge this run into the baseline at ``path`` and write it atomically (see
+    :func:`baseline_document`); a broken old file is replaced, as the option is asked to."""
     try:
         old = _read(path)
         parse_baseline(old, str(path))
     except BaselineError:
         old = None  # a broken file is what --update-baseline is asked to replace
-    if isinstance(old, Mapping):
-        data["arms"] = dict(sorted({**old["arms"], **data["arms"]}.items()))
-        canary = {**(old.get("canary") or {}), **data.get("canary", {})}
-        if canary:
-            data["canary"] = dict(sorted(canary.items()))
+    data, update = baseline_document(
+        arms, results, canaries, old if isinstance(old, Mapping) else None, prune, str(path)
+    )
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    return update

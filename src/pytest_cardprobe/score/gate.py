@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore, Canary
-from pytest_cardprobe.score.baseline import Baseline, route_counts
+from pytest_cardprobe.score.baseline import Baseline, BaselineUpdate, route_counts
 from pytest_cardprobe.types import ProbeResult
 
 # How one arm fared, worst first; the scoreboard shows this word per arm.
@@ -73,6 +73,18 @@ class ArmComparison:
     adoption_before: float | None = None
     adoption_now: float | None = None
     adoption_drop_allowed: float | None = None
+    # Coverage: the arm's cases that ran now, the baseline's cases, and how many of those ran.
+    cases_run: int = 0
+    cases_in_baseline: int | None = None
+    baseline_cases_run: int = 0
+    unscored: int = 0  # cases of this arm left without a verdict now (infra, errors)
+
+    @property
+    def partial(self) -> bool:
+        """Some of the baseline's cases of this arm did not run (a ``-k`` slice, say)."""
+        return (
+            self.cases_in_baseline is not None and self.baseline_cases_run < self.cases_in_baseline
+        )
 
     @property
     def passed_delta(self) -> int:
@@ -95,9 +107,11 @@ class ArmComparison:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         if self.word == NEW:
-            return {"new": True, "word": NEW}
+            return {"new": True, "word": NEW, "cases_run": self.cases_run}
         out: dict[str, Any] = {
             "word": self.word,
+            "cases_run": self.cases_run,
+            "cases_in_baseline": self.cases_in_baseline,
             "compared": self.compared,
             "passed_before": self.passed_before,
             "passed_now": self.passed_now,
@@ -126,7 +140,10 @@ class Gate:
     total: int = 0
     max_unscored: float = GateSettings.max_unscored  # one default, in GateSettings
     had_baseline: bool = True
-    updated_path: str | None = None
+    # --update-baseline: what the merge wrote, kept and pruned.
+    update: BaselineUpdate | None = None
+    # Arms of the baseline that did not run at all in this session.
+    not_run: list[str] = field(default_factory=list)
     # Call suites: this run's canaries, and those whose verdict left the baseline's (each
     # of these is also one of ``regressions``).
     canaries: list[Canary] = field(default_factory=list)
@@ -151,7 +168,7 @@ class Gate:
     def summary(self) -> str:
         """One sentence after the decision word."""
         if self.decision == "updated":
-            return f"baseline written to {self.updated_path} for {len(self.arms)} arm(s)"
+            return self.update.summary if self.update else "baseline written"
         if not self.had_baseline and self.decision == "pass":
             return "no baseline yet: every arm is new; write one with --update-baseline"
         k = self.noise_floor
@@ -164,11 +181,30 @@ class Gate:
             text += f" — more than {self.max_unscored:.0%} unscored (infra or errors): inconclusive"
         return text
 
+    @property
+    def coverage(self) -> str | None:
+        """A line on what of the baseline this run did not cover, or None when it all ran."""
+        partial = [c for c in self.arms.values() if c.partial]
+        if self.decision == "updated" or not (partial or self.not_run):
+            return None
+        known = [c for c in self.arms.values() if c.cases_in_baseline]
+        ran = sum(c.baseline_cases_run for c in known)
+        total = sum(c.cases_in_baseline or 0 for c in known)
+        text = (
+            f"coverage: partial run — {ran} of {total} baseline case(s) ran in the "
+            f"{len(known)} arm(s) that ran"
+        )
+        if self.not_run:
+            text += f"; {len(self.not_run)} baseline arm(s) did not run"
+        return text + "; what did not run counts neither as a regression nor as a gain"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (stable ordering)."""
         return {
             "decision": self.decision,
             "summary": self.summary,
+            "coverage": self.coverage,
+            "arms_not_run": list(self.not_run),
             "noise_floor": self.noise_floor,
             "regressions": list(self.regressions),
             "warnings": list(self.warnings),
@@ -198,10 +234,12 @@ def compare_arm(
     noise_floor: int,
 ) -> ArmComparison:
     """One arm against its baseline: the cases that ran in both, flips, adoption."""
-    out = ArmComparison(arm.id, arm.channel)
+    out = ArmComparison(arm.id, arm.channel, cases_run=len(arm.cases), unscored=arm.unscored)
     base = baseline.arms.get(arm.id)
     if base is None:
         return out
+    out.cases_in_baseline = len(base)
+    out.baseline_cases_run = len(set(arm.cases) & set(base))
     now = {c: i for c, i in arm.cases.items() if i["status"] in ("passed", "failed")}
     common = sorted(set(now) & set(base))
     out.compared = len(common)
@@ -289,10 +327,14 @@ def decide(
     remembered = baseline.canary if baseline else {}
     for canary in gate.canaries:
         was = remembered.get(canary.key)
-        if was is not None and was != canary.verdict:
+        # Nothing is compared from zero observations: a canary one side of which did not
+        # run has no verdict to hold against the baseline's.
+        if was is not None and canary.measured and was != canary.verdict:
             change = CanaryChange(canary.key, was, canary.verdict)
             gate.canary_changes.append(change)
             gate.regressions.append(str(change))
+    if baseline is not None:
+        gate.not_run = sorted(set(baseline.arms) - set(gate.arms))
     if settings.strict_baseline:
         gate.regressions += [f"{a}: no baseline — --strict-baseline wants one" for a in gate.new]
     if gate.regressions:
@@ -303,15 +345,20 @@ def decide(
 
 
 def updated(
-    arms: Sequence[ArmScore], noise_floor: int, path: str, canaries: Sequence[Canary] = ()
+    arms: Sequence[ArmScore],
+    noise_floor: int,
+    update: BaselineUpdate,
+    canaries: Sequence[Canary] = (),
 ) -> Gate:
     """The gate of a run that wrote the baseline instead of comparing with it."""
     return Gate(
         decision="updated",
         noise_floor=noise_floor,
-        arms={a.id: ArmComparison(a.id, a.channel, word=SAME) for a in arms},
+        arms={
+            a.id: ArmComparison(a.id, a.channel, word=SAME, cases_run=len(a.cases)) for a in arms
+        },
         unscored=sum(a.unscored for a in arms),
         total=sum(a.unscored + a.scored for a in arms),
-        updated_path=path,
+        update=update,
         canaries=sorted(canaries, key=lambda c: c.key),
     )

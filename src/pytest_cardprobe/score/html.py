@@ -15,7 +15,13 @@ from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.gate import NEW, SAME, Gate
-from pytest_cardprobe.score.report import NO_BASELINE_HINT, failure_classes, pct, sections
+from pytest_cardprobe.score.report import (
+    NO_BASELINE_HINT,
+    failure_classes,
+    pct,
+    sections,
+    unscored_lines,
+)
 from pytest_cardprobe.types import FailureClass, ProbeResult
 
 # Colours per failure class; a class this table does not know gets one from SPARE.
@@ -249,11 +255,14 @@ def gate_section(gate: Gate | None) -> str:
     for title, lines in (
         ("Regressions", gate.regressions),
         ("Warnings (within the noise floor)", gate.warnings),
+        ("Unscored (inconclusive)", unscored_lines(gate)),
         ("Gains", gate.gains),
     ):
         if lines:
             items.append(f"<h3>{title}</h3><ul>" + "".join(f"<li>{esc(x)}</li>" for x in lines))
             items.append("</ul>")
+    if gate.coverage:
+        items.append(f'<p class="coverage">{esc(gate.coverage)}</p>')
     if gate.new and gate.decision != "updated":
         items.append(f"<p>No baseline for {len(gate.new)} arm(s): {esc(NO_BASELINE_HINT)}.</p>")
     return (

@@ -9,14 +9,13 @@ ones; call suites' canaries are a section of their own lines.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.gate import NEW, SAME, ArmComparison, Gate
-from pytest_cardprobe.types import FailureClass, escape_control
+from pytest_cardprobe.types import FailureClass
 
 NO_BASELINE_HINT = "pytest --update-baseline records one"
 
@@ -75,6 +74,13 @@ def _adoption_change(arm: ArmScore, c: ArmComparison | None) -> str:
     return f"{round(delta * 100):+d}pt" if round(delta * 100) else "0"
 
 
+def _ran(_: ArmScore, c: ArmComparison | None) -> str:
+    """Coverage of a partial run: the baseline's cases of the arm that ran, of how many."""
+    if c is None or c.cases_in_baseline is None:
+        return "-"
+    return f"{c.baseline_cases_run}/{c.cases_in_baseline}"
+
+
 def _word(_: ArmScore, c: ArmComparison | None) -> str:
     return "" if c is None else ("ok" if c.word == SAME else c.word)
 
@@ -111,6 +117,8 @@ def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
         Column("condition", lambda a, c: a.condition),
         Column("passed", _passed),
     ]
+    if gate is not None and any(c.partial for c in gate.arms.values()):
+        cols.append(Column("ran", _ran))
     if gate is not None and gate.decision != "updated":
         cols.append(Column("±", _passed_change))
     if any(a.adoption is not None for a in arms):
@@ -201,28 +209,30 @@ def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     return [fmt.format(*headers).rstrip()] + [fmt.format(*r).rstrip() for r in body]
 
 
-def changed(arms: Sequence[ArmScore], gate: Gate | None) -> list[ArmScore]:
-    """Arms that are new, flipped a case either way, or moved in adoption."""
-    if gate is None:
-        return list(arms)
-
-    def moved(c: ArmComparison | None) -> bool:
-        return c is not None and bool(
-            c.word != SAME or c.lost or c.won or round((c.adoption_delta or 0) * 100)
-        )
-
-    return [a for a in arms if moved(gate.arms.get(a.id))]
+def unscored_lines(gate: Gate) -> list[str]:
+    """An inconclusive gate's reasons: the arms with cases left without a verdict."""
+    if gate.decision != "inconclusive":
+        return []
+    return [
+        f"{arm_id}: {c.unscored} of {c.cases_run} case(s) unscored (infra or errors)"
+        for arm_id, c in sorted(gate.arms.items())
+        if c.unscored
+    ]
 
 
-def gate_lines(gate: Gate) -> list[str]:
-    """The gate line, then its regressions, warnings and gains."""
+def gate_lines(gate: Gate, gains: bool = True) -> list[str]:
+    """The gate line, then what explains it: regressions, warnings, unscored arms of an
+    inconclusive gate, the coverage of a partial run, and (unless ``gains`` is off) gains."""
     lines = [f"gate: {gate.decision} — {gate.summary}"]
     for title, items in (
         ("REGRESSION", gate.regressions),
         ("warning", gate.warnings),
-        ("gain", gate.gains),
+        ("inconclusive", unscored_lines(gate)),
+        ("gain", gate.gains if gains else []),
     ):
         lines.extend(f"  {title}: {item}" for item in items)
+    if gate.coverage:
+        lines.append(f"  {gate.coverage}")
     return lines
 
 
@@ -297,12 +307,15 @@ def no_baseline_line(gate: Gate | None) -> list[str]:
 
 
 def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int = 0) -> list[str]:
-    """The terminal scoreboard; ``verbosity < 0`` (``-q``) keeps the gate and changed arms."""
+    """The terminal scoreboard.
+
+    ``verbosity < 0`` (``-q``) keeps only the gate line and one line per regression, warning
+    or unscored arm of an inconclusive gate: nothing that explains a failing exit is dropped.
+    """
     if not arms:
         return []
     if verbosity < 0:
-        lines = [line for t in tables(changed(arms, gate), gate) for line in t]
-        return lines + (gate_lines(gate)[:1] if gate else []) + no_baseline_line(gate)
+        return (gate_lines(gate, gains=False) if gate else []) + no_baseline_line(gate)
     lines = [line for t in tables(arms, gate) for line in t]
     headers, timing = timing_table(arms)
     if timing:
@@ -322,74 +335,3 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
     if gate:
         lines += ["", *gate_lines(gate)]
     return lines + no_baseline_line(gate)
-
-
-def _md_cell(text: str) -> str:
-    return escape_control(text).replace("|", "\\|")
-
-
-def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
-    """A Markdown report fit for a pull-request comment."""
-    out = ["## cardprobe", ""]
-    if gate:
-        out += [f"**Gate: {gate.decision}** — {gate.summary}", ""]
-    for number, group in enumerate(groups(arms)):
-        headers, body = rows(group, gate)
-        out += [""] if number else []
-        out.append("| " + " | ".join(headers) + " |")
-        out.append("|" + "---|" * len(headers))
-        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
-    for section in sections(arms):
-        out += ["", f"### {section.title}", ""]
-        out.append("| " + " | ".join(section.headers) + " |")
-        out.append("|" + "---|" * len(section.headers))
-        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in section.body)
-    canary = canary_lines(gate)
-    if canary:
-        out += ["", "### Canaries", ""]
-        out.extend(f"- {_md_cell(line)}" for line in canary)
-    if gate:
-        for title, items in (
-            ("Regressions", gate.regressions),
-            ("Warnings (within the noise floor)", gate.warnings),
-            ("Gains", gate.gains),
-            ("New arms", [f"{a} ({NO_BASELINE_HINT})" for a in gate.new]),
-        ):
-            if items:
-                out += ["", f"### {title}", ""]
-                out.extend(f"- {_md_cell(line)}" for line in items)
-    flips = flip_lines(gate)
-    if flips:
-        out += ["", "### Flipped cases", ""]
-        out.extend(f"- {_md_cell(line)}" for line in flips)
-    headers, timing = timing_table(arms)
-    if timing:
-        out += ["", f"### {TIMING_TITLE[0].upper()}{TIMING_TITLE[1:]}", ""]
-        out.append("| " + " | ".join(headers) + " |")
-        out.append("|" + "---|" * len(headers))
-        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in timing)
-    changes = model_changes(arms)
-    if changes:
-        out += ["", "### Model changed since the recording", ""]
-        out.extend(f"- {_md_cell(line)}" for line in changes)
-    split = [(a.id, c) for a in arms for c in sorted(a.split)]
-    if split:
-        out += ["", "### Split cases", ""]
-        out.extend(f"- `{_md_cell(a)}`: {_md_cell(c)}" for a, c in split)
-    return "\n".join(out) + "\n"
-
-
-def json_report(
-    arms: Sequence[ArmScore],
-    tests: Sequence[dict[str, Any]],
-    gate: Gate | None,
-    run: dict[str, Any] | None = None,
-) -> str:
-    """The JSON report: the run's settings, arms, every test with every sample, the gate."""
-    data = {
-        "run": run or {},
-        "arms": [a.to_dict() for a in arms],
-        "tests": sorted(tests, key=lambda t: t["nodeid"]),
-        "gate": None if gate is None else gate.to_dict(),
-    }
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

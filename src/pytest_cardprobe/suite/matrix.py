@@ -65,6 +65,19 @@ def expand(
                     yield Probe(suite, case, model, channel, condition)
 
 
+def asked_arms(suite: Suite) -> frozenset[tuple[str, str]]:
+    """The (channel, condition) pairs of ``suite`` that are asked (its arms, for any model)."""
+    if not suite.cases:
+        return frozenset()
+    case = suite.cases[0]
+    return frozenset(
+        (channel, condition)
+        for channel in suite.channels
+        for condition in suite.conditions
+        if Probe(suite, case, "", channel, condition).skip_reason is None
+    )
+
+
 def run_order(probes: Sequence[Probe], models: Sequence[str]) -> list[int]:
     """Positions of ``probes`` sorted model → suite → channel → condition → case.
 

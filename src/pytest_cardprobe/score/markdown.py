@@ -1,0 +1,80 @@
+"""The Markdown report (``--cardprobe-md`` and ``$GITHUB_STEP_SUMMARY``), built from the
+same rows and lines as the terminal scoreboard."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.gate import Gate
+from pytest_cardprobe.score.report import (
+    NO_BASELINE_HINT,
+    TIMING_TITLE,
+    canary_lines,
+    flip_lines,
+    groups,
+    model_changes,
+    rows,
+    sections,
+    timing_table,
+    unscored_lines,
+)
+from pytest_cardprobe.types import escape_control
+
+
+def _md_cell(text: str) -> str:
+    return escape_control(text).replace("|", "\\|")
+
+
+def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
+    """A Markdown report fit for a pull-request comment."""
+    out = ["## cardprobe", ""]
+    if gate:
+        out += [f"**Gate: {gate.decision}** — {_md_cell(gate.summary)}", ""]
+        if gate.coverage:
+            out += [f"_{_md_cell(gate.coverage)}_", ""]
+    for number, group in enumerate(groups(arms)):
+        headers, body = rows(group, gate)
+        out += [""] if number else []
+        out.append("| " + " | ".join(headers) + " |")
+        out.append("|" + "---|" * len(headers))
+        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
+    for section in sections(arms):
+        out += ["", f"### {section.title}", ""]
+        out.append("| " + " | ".join(section.headers) + " |")
+        out.append("|" + "---|" * len(section.headers))
+        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in section.body)
+    canary = canary_lines(gate)
+    if canary:
+        out += ["", "### Canaries", ""]
+        out.extend(f"- {_md_cell(line)}" for line in canary)
+    if gate:
+        for title, items in (
+            ("Regressions", gate.regressions),
+            ("Warnings (within the noise floor)", gate.warnings),
+            ("Unscored (inconclusive)", unscored_lines(gate)),
+            ("Gains", gate.gains),
+            ("New arms", [f"{a} ({NO_BASELINE_HINT})" for a in gate.new]),
+        ):
+            if items:
+                out += ["", f"### {title}", ""]
+                out.extend(f"- {_md_cell(line)}" for line in items)
+    flips = flip_lines(gate)
+    if flips:
+        out += ["", "### Flipped cases", ""]
+        out.extend(f"- {_md_cell(line)}" for line in flips)
+    headers, timing = timing_table(arms)
+    if timing:
+        out += ["", f"### {TIMING_TITLE[0].upper()}{TIMING_TITLE[1:]}", ""]
+        out.append("| " + " | ".join(headers) + " |")
+        out.append("|" + "---|" * len(headers))
+        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in timing)
+    changes = model_changes(arms)
+    if changes:
+        out += ["", "### Model changed since the recording", ""]
+        out.extend(f"- {_md_cell(line)}" for line in changes)
+    split = [(a.id, c) for a in arms for c in sorted(a.split)]
+    if split:
+        out += ["", "### Split cases", ""]
+        out.extend(f"- `{_md_cell(a)}`: {_md_cell(c)}" for a, c in split)
+    return "\n".join(out) + "\n"
