@@ -116,28 +116,29 @@ MESSAGES: list[tuple[str, str, str, str, str]] = [
     ("missing-tool-prompt", CARD, "  tool: tool.md\n", "",
      ":6: prompts.tool: missing required key"),
     ("tool-without-body", CARD, "body: {type: array", "cards: {type: array",
-     ":16: tool.function.parameters.properties: the parameters schema must declare a `body` "
-     "property of `type: array`"),
+     ":16: tool.function.parameters.properties.body: the parameters schema must declare a "
+     "`body` property of `type: array`"),
     ("requires-input-not-bool", CARD, "    accept: []\n",
      "    accept: []\n    requires_input: yes please\n",
      ":30: cases[1].requires_input: expected true or false, got 'yes please'"),
     ("matcher-typo", CALL, "{regex:", "{regexp:",
      ":11: cases[0].expect.args.path.regexp: case 'read': unknown matcher 'regexp'; did you "
-     "mean 'regex'? (matchers: equals, one_of, regex, contains, type, range, any; to match an "
-     "object literally use equals:)"),
+     "mean 'regex'? allowed: equals, one_of, regex, contains, type, range, any, absent, "
+     "optional, each, length, ignore_case; to match an object literally use equals:"),
     ("undeclared-tool", CALL, "call: read_file", "call: open_file",
      ":10: cases[0].expect.call: case 'read': 'open_file' is not a declared tool; did you "
      "mean 'read_file'? (tools: read_file, run_tests)"),
     ("two-expectations", CALL, "      call: read_file\n", "      call: read_file\n"
      "      no_call: true\n",
-     ":11: cases[0].expect.no_call: case 'read': two expectations (call and no_call); a case "
-     "expects exactly one of call, calls, no_call, sequence"),
+     ":11: cases[0].expect.no_call: case 'read': two expectations (call and no_call); give "
+     "exactly one of call, calls, no_call, sequence"),
     ("final-typo", CALL, "{contains: passed}", "{startswith: passed}",
-     ":16: cases[1].expect.final.startswith: case 'loop': unknown matcher 'startswith' "
-     "(allowed: contains, regex, not_contains, ignore_case)"),
+     ":16: cases[1].expect.final.startswith: case 'loop': unknown matcher 'startswith'; "
+     "allowed: contains, regex, not_contains, ignore_case"),
     ("results-key-typo", CALL, '      read_file: "[tool:pytest]"',
      "      - {call: read_file, return: x}",
-     ":18: cases[1].results[0].return: case 'loop': unknown key; allowed: call, args, returns"),
+     ":18: cases[1].results[0].return: case 'loop': unknown key; did you mean 'returns'? "
+     "allowed: call, args, returns"),
     ("card-key-in-call-suite", CALL, "max_turns: 4", "max_turns: 4\nvocabulary: [TextBlock]",
      ":6: vocabulary: `vocabulary` belongs to card suites; a call suite declares `tools:`"),
     ("unknown-canary", CALL, "    prompt: Show me the README.\n",
