@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_cardprobe.suite.calls import MATCHERS, DEFAULT_MAX_TURNS
+from pytest_cardprobe.suite.calls import DEFAULT_MAX_TURNS, MATCHERS
 from pytest_cardprobe.suite.loader import (
     DEFAULT_CHANNELS,
     DEFAULT_CONDITIONS,
