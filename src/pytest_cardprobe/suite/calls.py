@@ -142,6 +142,8 @@ def _matcher(value: Any, key: KeyPath, fail: Fail, *, inherited: bool) -> Matche
         operand = (low, high)
     elif kind in ("optional", "each"):
         operand = _matcher(operand, where, fail, inherited=ignore_case)
+    elif kind == "absent":
+        operand = None  # `absent: true` says it all
     return Matcher(kind, operand, ignore_case)
 
 

@@ -72,9 +72,12 @@ def decode_utf8(path: Path, raw: bytes, what: str, key: str | None = None) -> st
         ) from None
 
 
-def parse_yaml(path: Path, text: str) -> tuple[Any, dict[KeyPath, int], int]:
+def parse_yaml(
+    path: Path, text: str, key_text: Callable[[KeyPath], str | None] = format_key
+) -> tuple[Any, dict[KeyPath, int], int]:
     """Compose ``text`` and convert it to plain values, a key-path→line map and the line the
-    document starts on. An empty document is a SuiteError."""
+    document starts on. An empty document is a SuiteError; ``key_text`` shows a key path in
+    one (``cases[0].id`` in a suite, ``$[0].function`` in a tools file)."""
     try:
         try:
             root = yaml.compose(text, Loader=LOADER)
@@ -95,7 +98,7 @@ def parse_yaml(path: Path, text: str) -> tuple[Any, dict[KeyPath, int], int]:
         raise SuiteError(path, f"invalid YAML: {exc}") from None
     if root is None:
         raise SuiteError(path, "empty file; a suite is a YAML mapping starting with `cardprobe: 1`")
-    converter = _Converter(path)
+    converter = _Converter(path, key_text)
     data = converter.convert(root, ())
     return data, converter.lines, root.start_mark.line + 1
 
@@ -103,8 +106,9 @@ def parse_yaml(path: Path, text: str) -> tuple[Any, dict[KeyPath, int], int]:
 class _Converter:
     """Node tree → plain values, recording the line of every key and list item."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, key_text: Callable[[KeyPath], str | None]) -> None:
         self.path = path
+        self.key_text = key_text
         self.lines: dict[KeyPath, int] = {}
         self._constructor = SafeConstructor()
         self._active: set[int] = set()
@@ -116,7 +120,7 @@ class _Converter:
         line = node.start_mark.line + 1
         if not at_node:
             line = self.lines.get(key, line)
-        raise SuiteError(self.path, problem, format_key(key), line)
+        raise SuiteError(self.path, problem, self.key_text(key), line)
 
     def convert(self, node: Node, key: KeyPath) -> Any:
         self._seen += 1
@@ -281,7 +285,7 @@ class _JsonLines:
         match = _SCALAR.match(text, pos)
         assert match is not None, "json.loads accepted text this walk cannot read"
         number = match.group()
-        if any(c in number for c in ".eE") and not math.isfinite(float(number)):
+        if number[-1].isdigit() and not math.isfinite(float(number)):
             self._not_finite(key, number, pos)
         return match.end()
 

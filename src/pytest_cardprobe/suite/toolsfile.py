@@ -40,7 +40,7 @@ def read_tools_file(
         data, lines = parse_json(resolved, text)
         start = 1
     else:
-        data, lines, start = parse_yaml(resolved, text)
+        data, lines, start = parse_yaml(resolved, text, json_path)
     lines.setdefault((), start)
     file = _FileReader(resolved, lines, reader.limits)
     file.check(data, "toolList")
