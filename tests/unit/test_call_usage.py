@@ -334,3 +334,29 @@ def test_a_matcher_mistake_in_a_suite_names_file_line_case_and_key(tmp_path: Pat
     error = refused(path)
     assert (error.key, error.line) == ("cases[0].expect.args.lines.absent", line_of(path, "absent"))
     assert error.problem == "case 'ccless': expected `absent: true`, got false"
+
+
+# --------------------------------------------------------------------------- tools files
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line", "key", "words"),
+    [
+        ("tools.yaml", "# nothing yet\n", None, None, "a tools file holds a list"),
+        ("tools.json", '[\n  {"type": "function",\n   "type": "function"}]', 3, "$[0].type",
+         "duplicate key 'type' (first defined on line 2)"),
+        ("tools.json", '[\n  {"type": "function",}\n]', 2, None, "not valid JSON"),
+        ("tools.json", '{"tools": []}', 1, "$", "expected a list of tool declarations"),
+        ("tools.yaml", "- type: function\n  function: {name: a}\n- type: function\n"
+         "  function: {name: a}\n", 4, "$[1].function.name", "tool 'a' is declared twice"),
+    ],
+)  # fmt: skip
+def test_a_bad_tools_file_names_its_line_and_json_path(
+    tmp_path: Path, name: str, text: str, line: int | None, key: str | None, words: str
+) -> None:
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {no_call: true}}\n")
+    path.write_text(path.read_text().replace("tools.json", name))
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    error = refused(path)
+    assert (error.path.name, error.line, error.key) == (name, line, key)
+    assert words in error.problem, error.problem

@@ -72,12 +72,18 @@ def decode_utf8(path: Path, raw: bytes, what: str, key: str | None = None) -> st
         ) from None
 
 
+_EMPTY_SUITE = "empty file; a suite is a YAML mapping starting with `cardprobe: 1`"
+
+
 def parse_yaml(
-    path: Path, text: str, key_text: Callable[[KeyPath], str | None] = format_key
+    path: Path,
+    text: str,
+    key_text: Callable[[KeyPath], str | None] = format_key,
+    empty: str = _EMPTY_SUITE,
 ) -> tuple[Any, dict[KeyPath, int], int]:
     """Compose ``text`` and convert it to plain values, a key-path→line map and the line the
-    document starts on. An empty document is a SuiteError; ``key_text`` shows a key path in
-    one (``cases[0].id`` in a suite, ``$[0].function`` in a tools file)."""
+    document starts on. An empty document is a SuiteError saying ``empty``; ``key_text``
+    shows a key path (``cases[0].id`` in a suite, ``$[0].function`` in a tools file)."""
     try:
         try:
             root = yaml.compose(text, Loader=LOADER)
@@ -97,7 +103,7 @@ def parse_yaml(
     except yaml.YAMLError as exc:
         raise SuiteError(path, f"invalid YAML: {exc}") from None
     if root is None:
-        raise SuiteError(path, "empty file; a suite is a YAML mapping starting with `cardprobe: 1`")
+        raise SuiteError(path, empty)
     converter = _Converter(path, key_text)
     data = converter.convert(root, ())
     return data, converter.lines, root.start_mark.line + 1

@@ -40,7 +40,8 @@ def read_tools_file(
         data, lines = parse_json(resolved, text)
         start = 1
     else:
-        data, lines, start = parse_yaml(resolved, text, json_path)
+        empty = "empty file; a tools file holds a list of tool declarations"
+        data, lines, start = parse_yaml(resolved, text, json_path, empty)
     lines.setdefault((), start)
     file = _FileReader(resolved, lines, reader.limits)
     file.check(data, "toolList")
