@@ -27,6 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_DIR = "cassettes/cards/smollm2%3A135m"
 ONE = ("cases", "-k", "date and prose and cold")
+TOOLS = ("cases", "-k", "readme and cold")
 USAGE = pytest.ExitCode.USAGE_ERROR
 FAILED = pytest.ExitCode.TESTS_FAILED
 OK = pytest.ExitCode.OK
@@ -197,6 +198,52 @@ UTF16 = codecs.BOM_UTF16_LE + "cardprobe: 1\nname: x\n".encode("utf-16-le")
 
 
 HOSTILE: list[Hostile] = [
+    # ---------------------------------------------------------------- call suites and tools files
+    Hostile(
+        "tools-json-nan",
+        edit("cases/tools/tools.json", '"minimum": 1,', '"minimum": NaN,'),
+        USAGE,
+        (
+            "tools.json:16: $[0].function.parameters.properties.start_line.minimum: NaN is not a "
+            "finite number",
+        ),
+        TOOLS,
+    ),
+    Hostile(
+        "tools-json-overflow",
+        edit("cases/tools/tools.json", '"minimum": 1,', '"minimum": 1e999,'),
+        USAGE,
+        ("tools.json:16:", "1e999 is not a finite number"),
+        TOOLS,
+    ),
+    Hostile(
+        "tools-json-dangling-ref",
+        edit("cases/tools/tools.json", '"minimum": 1,', '"$ref": "#/$defs/nope",'),
+        USAGE,
+        ("tools.json:16: $[0].function.parameters.properties.start_line.$ref:", "does not resolve"),
+        TOOLS,
+    ),
+    Hostile(
+        "args-typo",
+        edit(
+            "cases/tools.yaml",
+            "args: {path: {regex: '(\\./)?README",
+            "args: {pth: {regex: '(\\./)?README",
+        ),
+        USAGE,
+        (
+            "tools.yaml:43: cases[0].expect.args.pth: case 'readme': tool 'read_file' has no "
+            "argument 'pth'; did you mean 'path'?",
+        ),
+        TOOLS,
+    ),
+    Hostile(
+        "sequence-longer-than-max-turns",
+        edit("cases/tools.yaml", "max_turns: 4", "max_turns: 2"),
+        USAGE,
+        ("the suite's max_turns: 2 (line 24)", "it could never pass"),
+        TOOLS,
+    ),
     # ---------------------------------------------------------------- suites: containment
     Hostile(
         "suite-name-traversal",

@@ -91,13 +91,22 @@ def test_lint_warns_and_strict_tools_stops_the_run(tools_project: pytest.Pyteste
     declared = json.loads(tools.read_text())
     del declared[2]["function"]["parameters"]["properties"]["path"]["description"]
     tools.write_text(json.dumps(declared, indent=2))
+    lines = tools.read_text().splitlines()
+    start = lines.index(f'      "name": "{declared[2]["function"]["name"]}",')
+    line = next(n for n in range(start, len(lines)) if lines[n] == '          "path": {') + 1
     result, _ = run(tools_project, "-k", "capital and cold")
     # The edit also makes the cassettes stale; the lint finding is what this test is about.
     finding = (
-        "tools.json: $[2].function.parameters.properties.path: parameter 'path' has no "
+        f"tools.json:{line}: $[2].function.parameters.properties.path: parameter 'path' has no "
         "description [no-description]"
     )
-    assert f"ToolLintWarning: {tools_project.path}/cases/tools/{finding}" in result.stdout.str()
+    out = result.stdout.str()
+    # Reported at the line of the parameter in the tools file, never at the suite's line 0.
+    assert (
+        f"tools/tools.json:{line}: ToolLintWarning: {tools_project.path}/cases/tools/{finding}"
+        in out
+    )
+    assert ":0: ToolLintWarning" not in out
     strict, _ = run(tools_project, "--strict-tools")
     assert strict.ret == pytest.ExitCode.USAGE_ERROR
     assert f"{finding} (--strict-tools)" in strict.stderr.str()

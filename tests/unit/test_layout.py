@@ -198,7 +198,6 @@ PENDING_SPLIT = {
     "pytest_cardprobe/glue/options.py",
     "pytest_cardprobe/judge/card.py",
     "pytest_cardprobe/judge/recovery.py",
-    "pytest_cardprobe/suite/loader.py",
     "pytest_cardprobe/wire/cassettes.py",
     "pytest_cardprobe/wire/client.py",
 }

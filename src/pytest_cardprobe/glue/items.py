@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from pytest_cardprobe.wire.cassettes import CassetteProblem
 if TYPE_CHECKING:
     from pytest_cardprobe.glue.state import CardprobeState
     from pytest_cardprobe.judge.registry import Judge
+    from pytest_cardprobe.suite.toollint import LintFinding
 
 SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
 
@@ -127,13 +129,13 @@ class ToolLintWarning(pytest.PytestWarning):
     """A call suite's tool declaration that small models handle badly (suite/toollint.py)."""
 
 
-def tool_lint(suite: Suite) -> list[str]:
-    """The tool-definition lint findings of a call suite, one line each."""
+def tool_lint(suite: Suite) -> list[LintFinding]:
+    """The tool-definition lint findings of a call suite (``str()`` is one line each)."""
     if not suite.is_call_suite:
         return []
     from pytest_cardprobe.suite.toollint import lint_tools
 
-    return [str(f) for f in lint_tools(suite.tools, suite.tools_file or suite.path)]
+    return lint_tools(suite.tools, suite.tools_file or suite.path, suite.tool_lines)
 
 
 def same_name(names: dict[str, Path], name: str, path: Path) -> str | None:
@@ -188,7 +190,10 @@ class SuiteFile(pytest.File):
             state.collect_errors.extend(f"{f} (--strict-tools)" for f in findings)
             return
         for finding in findings:
-            self.warn(ToolLintWarning(finding))
+            # At the finding's own file and line (Node.warn would say the suite's line 0).
+            warnings.warn_explicit(
+                ToolLintWarning(str(finding)), None, str(finding.source), finding.line or 1
+            )
         if not settings.models:
             state.collect_errors.append(
                 f"{self.path}: no model to probe — pass --model NAME (repeatable) or set "

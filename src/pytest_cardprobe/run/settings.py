@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.score.gate import GateSettings
+from pytest_cardprobe.suite.context import MAX_SAMPLES
 from pytest_cardprobe.wire.client import ClientSettings
 
 DEFAULT_SERVER = "http://127.0.0.1:11434"
@@ -53,7 +54,7 @@ class Settings:
     md_report: Path | None = None
     html_report: Path | None = None
     max_file_mb: float = 10.0
-    max_samples: int = 100
+    max_samples: int = MAX_SAMPLES
     redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
     headers: dict[str, str] = field(default_factory=dict)
     # --think when given (it beats a suite's `think:`); else the suite's, else think_default.

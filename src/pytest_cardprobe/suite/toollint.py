@@ -1,17 +1,25 @@
 """Tool-definition lint: what makes a tool declaration hard for a small model to call well.
 
-Run at collection on every call suite. Each finding names the file the tools came from and
-the JSON path inside the tool list, e.g. ``cases/tools/tools.json: $[2].function.parameters
-.properties.mode: a string whose description lists its values has no enum``. By default they
-are warnings; ``--strict-tools`` (ini ``cardprobe_strict_tools``) makes them usage errors.
+Run at collection on every call suite. Each finding names the file the tools came from, the
+line there and the JSON path inside the tool list, e.g. ``cases/tools/tools.json:40:
+$[2].function.parameters.properties.mode: string parameter 'mode' lists its allowed values in
+the description but has no enum [values-without-enum]``. By default they are warnings;
+``--strict-tools`` (ini ``cardprobe_strict_tools``) makes them usage errors.
 
-The rules (seed 003: weak schemas and descriptions make local models call tools badly):
+The rules (weak schemas and descriptions make small local models call tools badly):
 
 * ``no-description``: a tool, or a parameter, without a description;
 * ``no-type``: a parameter without a ``type`` (nor ``enum``, ``const``, ``anyOf``, ``oneOf``,
   ``allOf`` or ``$ref`` saying what it holds);
 * ``values-without-enum``: a string parameter whose description lists allowed values
   ("one of", "either", quoted choices separated by "or"/commas) but that has no ``enum``;
+  quoted choices given as examples ("e.g.", "such as", "like", "for example", "etc.", "…")
+  are not a list of allowed values;
+* ``default-type``: a ``default`` whose JSON type is not the declared ``type``;
+* ``required-default``: a required parameter with a ``default`` (the model must always send
+  it, so the default never applies);
+* ``object-without-properties``: an ``object`` parameter with no ``properties`` (a map whose
+  ``additionalProperties`` is a schema says what its values are, and is not flagged);
 * ``too-deep``: parameters nested more than three levels deep;
 * ``too-many-tools``: more than 20 tools in one request;
 * ``bad-name``: a tool name outside ``^[a-zA-Z0-9_-]{1,64}$``;
@@ -26,34 +34,71 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_cardprobe.suite.errors import KeyPath, json_path
+
 MAX_TOOLS = 20
 MAX_DEPTH = 3
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _TYPED_BY = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref")
 # A description that spells out the allowed values: "one of ...", "either X or Y",
 # "allowed values", or two or more quoted / backticked choices joined by commas or "or".
-_LISTS_VALUES = re.compile(
-    r"\b(?:one of|either\b.+\bor|allowed values?|possible values?|valid values?|must be one)\b"
-    r"|([`'\"])[^`'\"\s]+\1(?:\s*(?:,|\bor\b|/|\|)\s*([`'\"])[^`'\"\s]+\2)+",
+_SAYS_ALLOWED = re.compile(
+    r"\b(?:one of|either\b.+\bor|allowed values?|possible values?|valid values?|must be one)\b",
     re.IGNORECASE,
 )
+_QUOTED_CHOICES = re.compile(
+    r"([`'\"])[^`'\"\s]+\1(?:\s*(?:,|\bor\b|/|\|)\s*([`'\"])[^`'\"\s]+\2)+"
+)
+# Words that introduce examples: quoted values after them illustrate, they do not restrict.
+_EXAMPLES = re.compile(
+    r"\be\.\s?g\.|\bsuch as\b|\blike\b|\bfor example\b|\bfor instance\b|\betc\b\.?|…|\.\.\.",
+    re.IGNORECASE,
+)
+# JSON Schema type -> the Python types a JSON value of it loads as (bool is not a number).
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def lists_allowed_values(description: str) -> bool:
+    """Whether a description spells out the values a parameter allows (not examples of it)."""
+    if _SAYS_ALLOWED.search(description):
+        return True
+    # A sentence at a time: "e.g." in one sentence does not excuse a list in the next.
+    for sentence in re.split(r"(?<=[.;!?])\s+(?=[A-Z])", description):
+        if _QUOTED_CHOICES.search(sentence) and not _EXAMPLES.search(sentence):
+            return True
+    return False
+
+
+def _is_type(value: Any, name: str) -> bool:
+    kinds = _JSON_TYPES.get(name)
+    if kinds is None:
+        return True  # not a JSON type name: the schema check reports that, not the lint
+    if isinstance(value, bool):
+        return name == "boolean"
+    return isinstance(value, kinds)
 
 
 @dataclass(frozen=True)
 class LintFinding:
-    """One tool-definition problem: where (file, JSON path), which rule, and what."""
+    """One tool-definition problem: where (file, line, JSON path), which rule, and what."""
 
     source: Path
     path: str
     rule: str
     message: str
+    line: int | None = None
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.path}: {self.message} [{self.rule}]"
-
-
-def _path(parts: Sequence[str | int]) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+        where = f"{self.source}:{self.line}" if self.line else str(self.source)
+        return f"{where}: {self.path}: {self.message} [{self.rule}]"
 
 
 def _properties(
@@ -88,12 +133,28 @@ def _objects(
         yield from _objects(items, (*at, "items"))
 
 
-def lint_tools(tools: Sequence[Mapping[str, Any]], source: Path) -> list[LintFinding]:
-    """Every finding of the rules above for one request's tool list."""
+def lint_tools(
+    tools: Sequence[Mapping[str, Any]],
+    source: Path,
+    lines: Mapping[KeyPath, int] | None = None,
+) -> list[LintFinding]:
+    """Every finding of the rules above for one request's tool list.
+
+    ``lines`` maps a path inside the list to its line in ``source``; a finding about a key
+    that is not there (a missing description) points at the nearest enclosing one.
+    """
     found: list[LintFinding] = []
 
+    def line_of(parts: KeyPath) -> int | None:
+        if lines is None:
+            return None
+        while parts and parts not in lines:
+            parts = parts[:-1]
+        return lines.get(parts, 1)
+
     def add(parts: Sequence[str | int], rule: str, message: str) -> None:
-        found.append(LintFinding(source, _path(parts), rule, message))
+        at = tuple(parts)
+        found.append(LintFinding(source, json_path(at), rule, message, line_of(at)))
 
     if len(tools) > MAX_TOOLS:
         add((), "too-many-tools", f"{len(tools)} tools in one request (more than {MAX_TOOLS})")
@@ -123,7 +184,7 @@ def lint_tools(tools: Sequence[Mapping[str, Any]], source: Path) -> list[LintFin
                 prop.get("type") == "string"
                 and "enum" not in prop
                 and isinstance(description, str)
-                and _LISTS_VALUES.search(description)
+                and lists_allowed_values(description)
             ):
                 add(
                     where,
@@ -131,10 +192,24 @@ def lint_tools(tools: Sequence[Mapping[str, Any]], source: Path) -> list[LintFin
                     f"string parameter {prop_name!r} lists its allowed values in the "
                     "description but has no enum",
                 )
+            _check_default(add, where, prop_name, prop)
+            extra = prop.get("additionalProperties")
+            if (
+                prop.get("type") == "object"
+                and "properties" not in prop
+                and not isinstance(extra, Mapping)
+                and "patternProperties" not in prop
+            ):
+                add(
+                    where,
+                    "object-without-properties",
+                    f"object parameter {prop_name!r} declares no properties, so nothing tells "
+                    "the model what to put in it",
+                )
         for where, obj in _objects(params, pat):
             required = obj.get("required")
             props = obj.get("properties")
-            declared = set(props) if isinstance(props, Mapping) else set()
+            declared = props if isinstance(props, Mapping) else {}
             if isinstance(required, list):
                 for i, req in enumerate(required):
                     if req not in declared:
@@ -143,7 +218,34 @@ def lint_tools(tools: Sequence[Mapping[str, Any]], source: Path) -> list[LintFin
                             "required-undeclared",
                             f"required names {req!r}, which is not a declared property",
                         )
+                    elif isinstance(declared[req], Mapping) and "default" in declared[req]:
+                        add(
+                            (*where, "properties", req, "default"),
+                            "required-default",
+                            f"required parameter {req!r} has a default, which never applies: "
+                            "the model must always send it",
+                        )
     return found
+
+
+def _check_default(add: Any, where: KeyPath, name: str, prop: Mapping[str, Any]) -> None:
+    if "default" not in prop or "type" not in prop:
+        return
+    declared = prop["type"]
+    types = declared if isinstance(declared, list) else [declared]
+    value = prop["default"]
+    if not any(_is_type(value, t) for t in types if isinstance(t, str)):
+        shown = next(
+            t
+            for t in ("boolean", "integer", "number", "string", "array", "object", "null")
+            if _is_type(value, t)
+        )
+        add(
+            (*where, "default"),
+            "default-type",
+            f"parameter {name!r} declares type {declared!r} but its default {value!r} is "
+            f"{'an' if shown[0] in 'aeiou' else 'a'} {shown}",
+        )
 
 
 def _has_text(value: Any) -> bool:

@@ -1,0 +1,113 @@
+"""Suite stage: what a suite may make the plugin read, and the reading context of one file.
+
+Every module that turns part of a suite into records reports through a :class:`Reader`:
+it knows the file, the line of every key, the limits, and reads the files a suite names.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pytest_cardprobe.files import MB, FileRefused, inside, read_capped
+from pytest_cardprobe.suite.documents import decode_utf8
+from pytest_cardprobe.suite.errors import KeyPath, SuiteError, format_key
+from pytest_cardprobe.suite.schema import first_problem
+
+#: Upper bound of ``samples`` (suite key, marker, --samples); ini ``cardprobe_max_samples``.
+MAX_SAMPLES = 100
+#: Default cap on every file a suite makes the plugin read; ini ``cardprobe_max_file_mb``.
+DEFAULT_MAX_BYTES = 10 * MB
+
+
+@dataclass(frozen=True)
+class SuiteLimits:
+    """What a suite may make the plugin read and do (set from ini keys by the glue).
+
+    ``roots`` are the folders files named by a suite (prompts) must resolve into, symbolic
+    links followed; ``None`` checks nothing (a suite loaded outside a pytest run).
+    """
+
+    roots: tuple[Path, ...] | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_samples: int = MAX_SAMPLES
+
+
+class Reader:
+    """One file being read: where its keys are, and how a problem in it is raised."""
+
+    def __init__(self, path: Path, lines: dict[KeyPath, int], limits: SuiteLimits) -> None:
+        self.path = path
+        self.lines = lines
+        self.limits = limits
+
+    def line_of(self, key: KeyPath) -> int | None:
+        # A missing key has no line of its own; point at the nearest enclosing entry.
+        while key:
+            if key in self.lines:
+                return self.lines[key]
+            key = key[:-1]
+        return self.lines.get(())
+
+    def fail(self, key: KeyPath, problem: str, line: int | None = None) -> NoReturn:
+        raise SuiteError(
+            self.path,
+            self.wording(key, problem),
+            self.key_text(key),
+            line if line is not None else self.line_of(key),
+        )
+
+    def key_text(self, key: KeyPath) -> str | None:
+        """How a key path is shown: ``cases[3].accept``."""
+        return format_key(key)
+
+    def wording(self, key: KeyPath, problem: str) -> str:
+        """A problem's message as shown; a reader may name more (the case of a key)."""
+        return problem
+
+    def check(self, document: Any, definition: str | None = None) -> None:
+        """Raise the first structural problem the schema finds in ``document``."""
+        found = first_problem(document, definition, self.line_of)
+        if found is not None:
+            self.fail(*found)
+
+    def read_text(self, key: KeyPath, relative: str, what: str) -> tuple[Path, str]:
+        """A file named by the suite, relative to it: inside the roots, regular, capped, UTF-8.
+
+        Every file a suite makes the plugin read goes through here, so a suite cannot send
+        ``/etc/passwd`` to a model server (and into a cassette), hang on a FIFO or fill memory
+        from ``/dev/zero``.
+        """
+        if "\x00" in relative:
+            self.fail(key, f"{what} path contains a NUL character")
+        named = self.path.parent / relative
+        resolved = Path(os.path.realpath(named))
+        roots = self.limits.roots
+        if roots is not None and not inside(named, roots):
+            self.fail(
+                key,
+                f"{what} {relative!r} resolves to {resolved}, outside the project "
+                f"({', '.join(str(r) for r in roots)}); keep suite files inside it",
+            )
+        try:
+            raw = read_capped(named, self.limits.max_bytes)
+        except FileRefused as exc:
+            self.fail(key, f"{what} {named} {exc}")
+        except FileNotFoundError:
+            self.fail(key, f"{what} not found: {resolved}")
+        except OSError as exc:
+            self.fail(key, f"cannot read {what} {resolved}: {exc.strerror or exc}")
+        try:
+            text = decode_utf8(named, raw, what)
+        except SuiteError as exc:
+            self.fail(key, f"{what} {named}: {exc.problem}")
+        return resolved, text
+
+    def read_file(self, key: KeyPath, relative: str, what: str) -> tuple[str, Path]:
+        """The text of a non-empty file named relative to the suite (via :meth:`read_text`)."""
+        resolved, text = self.read_text(key, relative, f"{what} file")
+        if not text.strip():
+            self.fail(key, f"{what} file is empty: {resolved}")
+        return text, resolved

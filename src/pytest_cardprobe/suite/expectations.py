@@ -1,0 +1,177 @@
+"""Suite stage: a call suite case's ``expect:`` and ``results:`` as records.
+
+The suite schema has checked their shape by the time they get here; this module checks
+what the schema cannot know: that each named tool is one the suite declares, that each
+argument a matcher names is one that tool declares (a typo of ``path`` would otherwise fail
+every sample as a wrong argument), regular expressions and ``low <= high`` (through
+:func:`parse_matcher`). Problems are raised through ``fail`` with the key path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_cardprobe.suite.calls import (
+    CallSpec,
+    Expectation,
+    FinalCheck,
+    Matcher,
+    ScriptedResult,
+    declared_names,
+    parameters_of,
+    parse_matcher,
+)
+from pytest_cardprobe.suite.errors import Fail, KeyPath, describe, one_of
+
+__all__ = ["parse_expectation", "parse_results"]
+
+# Keywords under which a parameters schema may say what its properties are without listing
+# them in ``properties``; argument names cannot be checked against such a schema.
+_COMPOSED = ("$ref", "allOf", "anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef")
+
+
+class _Tools:
+    """The declared tools of one suite, for the checks of names and arguments."""
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]], fail: Fail) -> None:
+        self.tools = tools
+        self.names = declared_names(tools)
+        self.fail = fail
+
+    def name(self, value: str, key: KeyPath) -> str:
+        if value not in self.names:
+            hint = difflib.get_close_matches(value, self.names, n=1)
+            self.fail(
+                key,
+                f"{describe(value)} is not a declared tool"
+                + (f"; did you mean {hint[0]!r}?" if hint else "")
+                + f" (tools: {one_of(self.names)})",
+            )
+        return value
+
+    def args(
+        self, tool: str, value: dict[str, Any], key: KeyPath
+    ) -> tuple[tuple[str, Matcher], ...]:
+        """``args:`` of a call of ``tool``: each name declared by the tool, each matcher read."""
+        parameters = parameters_of(self.tools, tool) or {}
+        properties = parameters.get("properties")
+        declared = list(properties) if isinstance(properties, Mapping) else []
+        extra = parameters.get("additionalProperties")
+        patterns = parameters.get("patternProperties")
+        open_ended = extra is True or isinstance(extra, Mapping)
+        composed = not declared and any(k in parameters for k in _COMPOSED)
+        out: list[tuple[str, Matcher]] = []
+        for name, matcher in value.items():
+            where = (*key, name)
+            known = (
+                name in declared
+                or open_ended
+                or composed
+                or (isinstance(patterns, Mapping) and any(_matches(p, name) for p in patterns))
+            )
+            if not known:
+                self.fail(where, self._undeclared(tool, name, declared))
+            out.append((name, parse_matcher(matcher, where, self.fail, checked=True)))
+        return tuple(out)
+
+    @staticmethod
+    def _undeclared(tool: str, name: str, declared: list[str]) -> str:
+        if not declared:
+            return (
+                f"tool {tool!r} declares no arguments (its parameters have no `properties` "
+                f"and no `additionalProperties: true`), so a call cannot carry {name!r}"
+            )
+        hint = difflib.get_close_matches(name, declared, n=1)
+        return (
+            f"tool {tool!r} has no argument {name!r}"
+            + (f"; did you mean {hint[0]!r}?" if hint else "")
+            + f" (its arguments: {one_of(declared)})"
+        )
+
+    def spec(self, value: Any, key: KeyPath) -> CallSpec:
+        """One entry of ``calls:`` / ``sequence:``: a bare tool name or ``{call, args}``."""
+        if isinstance(value, str):
+            return CallSpec(self.name(value, key))
+        name = self.name(value["call"], (*key, "call"))
+        args = self.args(name, value["args"], (*key, "args")) if "args" in value else ()
+        return CallSpec(name, args)
+
+
+def _matches(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False
+
+
+def parse_final(value: dict[str, Any], key: KeyPath, fail: Fail) -> tuple[FinalCheck, ...]:
+    """``final:``: ``{contains | regex | not_contains: text-or-list, ignore_case: bool}``."""
+    ignore_case = bool(value.get("ignore_case", False))
+    checks: list[FinalCheck] = []
+    for kind in ("contains", "regex", "not_contains"):
+        if kind not in value:
+            continue
+        listed = isinstance(value[kind], list)
+        for index, item in enumerate(value[kind] if listed else [value[kind]]):
+            if kind == "regex":
+                try:
+                    re.compile(item)
+                except re.error as exc:
+                    where = (*key, kind, index) if listed else (*key, kind)
+                    fail(where, f"invalid regular expression: {exc}")
+            checks.append(FinalCheck(kind, item, ignore_case))
+    return tuple(checks)
+
+
+def parse_expectation(
+    value: dict[str, Any], key: KeyPath, fail: Fail, tools: Sequence[Mapping[str, Any]]
+) -> Expectation:
+    """A case's ``expect:``, validated by the suite schema, as an :class:`Expectation`."""
+    known = _Tools(tools, fail)
+    final = parse_final(value["final"], (*key, "final"), fail) if "final" in value else ()
+    if "call" in value:
+        name = known.name(value["call"], (*key, "call"))
+        args = known.args(name, value["args"], (*key, "args")) if "args" in value else ()
+        return Expectation("call", (CallSpec(name, args),))
+    if "no_call" in value:
+        return Expectation("no_call", (), final=final)
+    kind = "calls" if "calls" in value else "sequence"
+    specs = tuple(known.spec(item, (*key, kind, i)) for i, item in enumerate(value[kind]))
+    if kind == "calls":
+        return Expectation("calls", specs, ordered=bool(value.get("ordered", False)))
+    return Expectation("sequence", specs, ordered=True, final=final)
+
+
+def _result_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def parse_results(
+    value: dict[str, Any] | list[Any],
+    key: KeyPath,
+    fail: Fail,
+    tools: Sequence[Mapping[str, Any]],
+) -> tuple[ScriptedResult, ...]:
+    """``results:``: ``{tool: returns}`` or a list of ``{call, args?, returns}``.
+
+    The first entry whose tool and argument matchers fit a call answers it.
+    """
+    known = _Tools(tools, fail)
+    if isinstance(value, dict):
+        return tuple(
+            ScriptedResult(known.name(name, (*key, name)), (), _result_text(returns))
+            for name, returns in value.items()
+        )
+    out: list[ScriptedResult] = []
+    for index, item in enumerate(value):
+        where = (*key, index)
+        tool = known.name(item["call"], (*where, "call"))
+        args = known.args(tool, item["args"], (*where, "args")) if "args" in item else ()
+        out.append(ScriptedResult(tool, args, _result_text(item["returns"])))
+    return tuple(out)
