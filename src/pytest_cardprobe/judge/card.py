@@ -136,11 +136,10 @@ def _has_fallback(node: dict[str, Any]) -> bool:
 
 def _resolves(fallback: Any, known: Collection[str]) -> bool:
     """A fallback the renderer can show: ``"drop"``, or a chain whose last link is known."""
-    seen = 0
-    while isinstance(fallback, dict) and seen < 10_000:  # a chain, not a loop: JSON has none
+    while isinstance(fallback, dict):  # a chain ends: parsed JSON is a tree, never a loop
         if type_name(fallback) in known:
             return True
-        fallback, seen = fallback.get("fallback"), seen + 1
+        fallback = fallback.get("fallback")
     return _is_drop(fallback)
 
 
