@@ -79,6 +79,10 @@ class FailureClass(enum.StrEnum):
     INFRA = "infra"
     # Call suites (``judge: call``) add these; see the README, "Your own tools".
     OVER_CALL = "over_call"
+    # Fewer calls of a name than the case expects (a dropped parallel call, a loop that
+    # stopped early), or more: counts, where ``wrong_tool`` is a name in place of another.
+    MISSING_CALL = "missing_call"
+    EXTRA_CALL = "extra_call"
     WRONG_TOOL = "wrong_tool"
     UNKNOWN_TOOL = "unknown_tool"
     BAD_ARGUMENTS = "bad_arguments"
@@ -99,6 +103,8 @@ CARD_CLASSES: tuple[FailureClass, ...] = (
 CALL_CLASSES: tuple[FailureClass, ...] = (
     FailureClass.DECLINED,
     FailureClass.OVER_CALL,
+    FailureClass.MISSING_CALL,
+    FailureClass.EXTRA_CALL,
     FailureClass.WRONG_TOOL,
     FailureClass.UNKNOWN_TOOL,
     FailureClass.BAD_ARGUMENTS,
@@ -141,6 +147,16 @@ class Verdict:
             types=tuple(d.get("types", ())),
             unknown_types=tuple(d.get("unknown_types", ())),
         )
+
+
+def with_class(label: str, failure: str | None) -> str:
+    """``failure: label``, the way a report line shows a failed sample's label, saying the
+    class once: a label that already starts with its class (every call-judge label,
+    ``infra: …``, ``truncated at …``) is shown as it is.
+    """
+    if not failure or label.split(" ", 1)[0].rstrip(":") == failure:
+        return label
+    return f"{failure}: {label}"
 
 
 REPLY_KEPT = 20_000  # characters of a raw reply kept in results and reports
@@ -335,7 +351,7 @@ class ProbeResult:
         total = len(self.samples)
         for s in self.samples:
             mark = "pass" if s.passed else "FAIL"
-            why = f"{s.failure}: {s.label}" if s.failure else s.label
+            why = with_class(s.label, s.failure)
             lines.append(
                 escape_control(f"  sample {s.index + 1}/{total} {mark} [{s.route or '-'}] {why}")
                 + (f" (finish: {escape_control(s.finish_reason)})" if s.finish_reason else "")

@@ -36,3 +36,17 @@ def test_the_replay_bench_runs_its_matrix_and_prints_its_tables(tmp_path: Path) 
     for row in ("| replay |", "| bare |", "| bare-fail |", "| replay / bare |"):
         assert row in out
     assert re.search(r"\| \*\*`Runtime.run` as a whole\*\* \| \d+\.\d\d \|", out)
+
+
+def test_the_call_matching_bench_judges_every_size() -> None:
+    # Small: one round, without the permutation pairing (which takes seconds at 8 calls).
+    # The bench asserts each judgement's label itself; this checks it ran and printed its rows.
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "call_matching.py"), "--rounds", "1", "--no-old"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = re.findall(r"^\| (\d+) \| [\d.]+ / [\d.]+ / [\d.]+ \|", proc.stdout, re.MULTILINE)
+    assert rows == ["4", "8", "16", "32"], proc.stdout

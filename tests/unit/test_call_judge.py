@@ -158,7 +158,8 @@ class TestMatchers:
             ("string", "x", True),
             ("string", 1, False),
             ("integer", 3, True),
-            ("integer", 3.0, True),
+            ("integer", 3.0, False),  # strict: a float is not a JSON integer
+            ("number", 3, True),
             ("integer", 3.5, False),
             ("integer", True, False),
             ("number", 3.5, True),
@@ -221,14 +222,23 @@ class TestSingleCall:
         assert v.failure is FailureClass.UNKNOWN_TOOL
         assert v.label == "unknown_tool got open_file"
 
-    def test_extra_call_is_an_over_call(self) -> None:
+    def test_a_call_beside_the_expected_one_is_an_extra_call(self) -> None:
         v = judge_calls(
             [turn(call("read_file", path="a"), call("run_shell", command="ls"))],
             expect_call("read_file"),
             TOOLS,
         )
-        assert v.failure is FailureClass.OVER_CALL
-        assert v.label == "over_call got read_file, run_shell want read_file"
+        assert v.failure is FailureClass.EXTRA_CALL
+        assert v.label == "extra_call run_shell"
+
+    def test_the_expected_call_twice_is_an_extra_call(self) -> None:
+        v = judge_calls(
+            [turn(call("read_file", path="a"), call("read_file", path="b"))],
+            expect_call("read_file"),
+            TOOLS,
+        )
+        assert v.failure is FailureClass.EXTRA_CALL
+        assert v.label == "extra_call read_file: got 2 calls, want 1"
 
     def test_bad_arguments_type_names_path_and_rule(self) -> None:
         v = judge_calls([turn(call("read_file", path=12))], expect_call("read_file"), TOOLS)
@@ -350,10 +360,26 @@ class TestSeveralCalls:
         v = judge_calls([turn(call("read_file", path="a"), call("run_tests"))], ordered, TOOLS)
         assert v.passed
 
-    def test_missing_one_is_wrong_tool(self) -> None:
+    def test_a_dropped_parallel_call_is_a_missing_call(self) -> None:
         v = judge_calls([turn(call("read_file", path="a.py"))], self.both, TOOLS)
+        assert v.failure is FailureClass.MISSING_CALL
+        assert v.label == "missing_call read_file: got 1 of 2 calls"
+
+    def test_a_name_in_place_of_another_is_wrong_tool(self) -> None:
+        v = judge_calls(
+            [turn(call("read_file", path="a.py"), call("run_shell", command="cat b.py"))],
+            self.both,
+            TOOLS,
+        )
         assert v.failure is FailureClass.WRONG_TOOL
-        assert v.label == "wrong_tool got read_file want read_file, read_file"
+        assert v.label == "wrong_tool got read_file, run_shell want read_file, read_file"
+
+    def test_several_names_missing_are_each_counted(self) -> None:
+        e = Expectation(
+            "calls", (CallSpec("run_tests"), CallSpec("read_file"), CallSpec("read_file"))
+        )
+        v = judge_calls([turn(call("read_file", path="a.py"))], e, TOOLS)
+        assert v.label == "missing_call run_tests: got 0 of 1 calls; read_file: got 1 of 2 calls"
 
     def test_arguments_that_fit_no_pairing(self) -> None:
         v = judge_calls(
@@ -403,19 +429,20 @@ class TestSequence:
             v.label == "wrong_tool got run_shell want run_tests at call 2 (read_file > run_shell)"
         )
 
-    def test_stopping_early_is_declined(self) -> None:
+    def test_stopping_early_is_a_missing_call(self) -> None:
         v = self.loop(turn(call("read_file", path="a")), turn(content="done"))
-        assert v.failure is FailureClass.DECLINED
-        assert v.label == "declined after 1 of 2 calls (read_file)"
+        assert v.failure is FailureClass.MISSING_CALL
+        assert v.label == "missing_call run_tests: got 1 of 2 calls (read_file)"
 
-    def test_extra_call_is_over_call(self) -> None:
+    def test_calling_on_is_an_extra_call(self) -> None:
         v = self.loop(
             turn(call("read_file", path="a")),
             turn(call("run_tests")),
             turn(call("run_tests")),
             turn(),
         )
-        assert v.failure is FailureClass.OVER_CALL
+        assert v.failure is FailureClass.EXTRA_CALL
+        assert v.label == "extra_call run_tests (got read_file > run_tests > run_tests)"
 
     def test_loop_limit(self) -> None:
         v = judge_calls(
@@ -425,14 +452,14 @@ class TestSequence:
             max_turns=2,
         )
         assert v.failure is FailureClass.LOOP_LIMIT
-        assert v.label == "loop_limit: still calling after 2 turns (read_file > run_tests)"
+        assert v.label == "loop_limit still calling after 2 turns (read_file > run_tests)"
 
     def test_final_text_miss_is_wrong_final(self) -> None:
         v = self.loop(
             turn(call("read_file", path="a")), turn(call("run_tests")), turn(content="hmm")
         )
         assert v.failure is FailureClass.WRONG_FINAL
-        assert v.label == "wrong_final: final text lacks 'passed'"
+        assert v.label == "wrong_final text lacks 'passed'"
 
 
 class TestScriptedResults:

@@ -109,6 +109,45 @@ class TestCallArms:
         assert lines[1].split()[:8] == ["tools", "m", "call", "cold", "2/4", "1/2", "50%", "1"]
 
 
+class TestCountClasses:
+    """``missing_call`` / ``extra_call`` get scoreboard columns; older baselines still gate."""
+
+    def results(self) -> list[ProbeResult]:
+        return [
+            result("both", sample(False, "tool_calls", [["read_file"]], "missing_call")),
+            result("one", sample(False, "tool_calls", [["read_file", "run_shell"]], "extra_call")),
+            result("ok", sample(True, "tool_calls", [["read_file"]])),
+        ]
+
+    def test_columns_in_the_scoreboard_report_and_json(self) -> None:
+        (arm,) = aggregate(self.results())
+        header = scoreboard_lines([arm], None)[0].split()
+        assert header.index("missing_call") < header.index("extra_call")
+        assert "wrong_tool" not in header  # a column only for classes some arm has
+        assert {"missing_call": 1, "extra_call": 1}.items() <= arm.to_dict()["failures"].items()
+        assert "missing_call" in markdown([arm], None)
+
+    def test_a_baseline_from_before_the_classes_still_reads_and_gates(self) -> None:
+        # Written when a dropped parallel call was labelled wrong_tool and an extra over_call.
+        verdicts = {
+            "both": {
+                "passed": False,
+                "label": "wrong_tool got read_file want read_file, read_file",
+            },
+            "one": {"passed": False, "label": "over_call got read_file, run_shell want read_file"},
+            "ok": {"passed": True, "label": "ok read_file"},
+        }
+        arm = {"suite": "tools", "model": "m", "channel": "call", "condition": "cold"}
+        old = {
+            "format": 1,
+            "arms": {"tools/m/call/cold": {**arm, "passed": 1, "cases": 3, "verdicts": verdicts}},
+        }
+        baseline = parse_baseline(old, "old baseline")
+        results = self.results()
+        gate = decide(aggregate(results), results, baseline, GateSettings())
+        assert gate.decision == "pass" and not gate.flips
+
+
 class TestCanary:
     def run(self, needs_called: bool, no_called: bool) -> list[ProbeResult]:
         return [

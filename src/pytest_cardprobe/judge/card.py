@@ -3,29 +3,32 @@
 Pure and deterministic: no HTTP, no pytest. Both channels are scored here; the tool channel
 hands over the JSON of the call's ``body`` argument as the reply text.
 
-The judge runs in two stages. :func:`detect_card` finds what the reply holds (a parsed JSON
-value, where it came from, what went wrong); :func:`judge_card` turns that into a base
-verdict (is it a well-formed card at all?) and then a shape verdict (is it the card the case
-wants?).
+The judge runs in two stages. :func:`detect_card` (``judge/carddetect.py``) finds what the
+reply holds (a parsed JSON value, where it came from, what went wrong); :func:`judge_card`
+turns that into a base verdict (is it a well-formed card at all?) and then a shape verdict
+(is it the card the case wants, and does it draw everything it holds?).
 """
 
 from __future__ import annotations
 
-import json
-import re
-import threading
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from pytest_cardprobe.judge.carddetect import (
+    CardDetection,
+    card_problem,
+    detect_card,
+    is_text_call,
+    type_name,
+)
 from pytest_cardprobe.suite.loader import NESTING_TYPES, REFERENCE_VOCABULARY
 from pytest_cardprobe.types import FailureClass, Verdict
 
 __all__ = [
+    "ACTION_TYPES",
     "ELEMENT_KEYS",
     "NESTING_TYPES",
     "REFERENCE_VOCABULARY",
-    "TOLERATED_PREFIXES",
     "TOLERATED_TYPES",
     "CardDetection",
     "FailureClass",
@@ -33,6 +36,7 @@ __all__ = [
     "card_problem",
     "collect_types",
     "detect_card",
+    "find_invented_types",
     "find_unknown_types",
     "infra_verdict",
     "is_text_call",
@@ -42,8 +46,15 @@ __all__ = [
 
 #: Types that are never reported as unknown: the envelope and inline text runs.
 TOLERATED_TYPES: tuple[str, ...] = ("AdaptiveCard", "TextRun")
-#: Type-name prefixes that are never reported as unknown (actions live outside the body).
-TOLERATED_PREFIXES: tuple[str, ...] = ("Action.",)
+#: The actions of Adaptive Cards 1.6, known whatever vocabulary a suite uses (a suite's
+#: ``vocabulary`` may add more). Any other ``Action.*`` is as invented as an unknown element.
+ACTION_TYPES: tuple[str, ...] = (
+    "Action.Execute",
+    "Action.OpenUrl",
+    "Action.ShowCard",
+    "Action.Submit",
+    "Action.ToggleVisibility",
+)
 
 #: Keys under which the card schema puts elements (or actions, which are elements of their
 #: own kind). Only objects reached through these keys count as element types: a ``type`` in a
@@ -68,54 +79,9 @@ ELEMENT_KEYS: tuple[str, ...] = (
 # A card's ``refresh`` object is not an element, but the action it holds is.
 _HOLDERS: dict[str, str] = {"refresh": "action"}
 _ELEMENT_KEY_SET = frozenset(ELEMENT_KEYS)
-_ALWAYS_KNOWN = frozenset(NESTING_TYPES) | frozenset(TOLERATED_TYPES)
-# Wrappers small models put around a call written as text (docs/design.md §6).
-_CALL_WRAPPERS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
-
+_ALWAYS_KNOWN = frozenset(NESTING_TYPES) | frozenset(TOLERATED_TYPES) | frozenset(ACTION_TYPES)
 LABEL_LIMIT = 120
 _ERROR_LIMIT = 80
-_DECORATION = " \t\r\n`"
-# An opening fence with an optional info string (```json, ```JSON, ```jsonc ...).
-_FENCE_OPEN = re.compile(r"```+[ \t]*[A-Za-z0-9_+.-]*[ \t]*\r?\n?")
-
-
-@dataclass(frozen=True)
-class CardDetection:
-    """What :func:`detect_card` found in a reply.
-
-    Attributes:
-        value: the parsed JSON value (``None`` when nothing parsed; check ``parsed``).
-        parsed: some stage parsed the reply (or its fence content) as JSON.
-        is_card: ``value`` is a renderable card shape (see :func:`card_problem`).
-        reason: why a parsed value is not a card (empty when it is, or nothing parsed).
-        fenced: the JSON candidate came from inside a code fence.
-        wrapped_in_prose: fenced, and there is text before and/or after the fence.
-        bracketed: it only parsed once wrapped as ``[ … ]`` (comma-separated objects).
-        duplicate_keys: keys that occurred twice in one object, at any depth, in order seen.
-        error: the JSON error of the un-bracketed candidate when nothing parsed; line and
-            column count within that candidate (the fence content, when fenced).
-        looks_like_json: the candidate starts with ``{`` or ``[``, or parsed as a JSON
-            container or string. Bare numbers, booleans and null count as prose.
-        text_call: the reply is a function call written as text (a call object, a list of
-            them, or a call wrapper such as ``<tool_call>``), not a card.
-    """
-
-    value: Any = None
-    parsed: bool = False
-    is_card: bool = False
-    reason: str = ""
-    fenced: bool = False
-    wrapped_in_prose: bool = False
-    bracketed: bool = False
-    duplicate_keys: tuple[str, ...] = ()
-    error: str | None = None
-    looks_like_json: bool = False
-    text_call: bool = False
-
-    @property
-    def has_duplicate_keys(self) -> bool:
-        """True when any object in the parsed value repeated a key."""
-        return bool(self.duplicate_keys)
 
 
 def _short(text: str, limit: int = LABEL_LIMIT) -> str:
@@ -123,193 +89,21 @@ def _short(text: str, limit: int = LABEL_LIMIT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
-class _Duplicates(threading.local):
-    """The keys repeated within one object of the text being parsed (per thread)."""
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-
-
-_DUPLICATES = _Duplicates()
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):  # a key came twice: note which
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                _DUPLICATES.keys.append(key)
-            seen.add(key)
-    return value
-
-
-# One decoder for every reply: building one per call costs more than parsing a short reply.
-_CARD_DECODER = json.JSONDecoder(object_pairs_hook=_object)
-
-
-def _loads(text: str) -> tuple[bool, Any, tuple[str, ...], str | None]:
-    """Parse strictly; return (ok, value, duplicate keys, error message)."""
-    dupes: list[str] = []
-    _DUPLICATES.keys = dupes
-    try:
-        value = _CARD_DECODER.decode(text)
-    except json.JSONDecodeError as exc:
-        # No "(char N)": it repeats line/column and labels must stay short.
-        return False, None, (), exc.msg + f": line {exc.lineno} column {exc.colno}"
-    except (ValueError, RecursionError) as exc:  # digit-limit ints, absurd nesting
-        return False, None, (), str(exc) or type(exc).__name__
-    return True, value, tuple(dupes), None
-
-
-def _type_name(node: Mapping[str, Any]) -> str | None:
-    # A blank "type" is not a type: it names nothing a renderer could draw.
-    t = node.get("type")
-    return t if isinstance(t, str) and t.strip() else None
-
-
-def card_problem(value: Any) -> str | None:
-    """Why ``value`` is not a renderable card, or None when it is one."""
-    if isinstance(value, dict):
-        t = _type_name(value)
-        if t is None:
-            return 'object has no "type"'
-        if t == "AdaptiveCard":
-            # The schema requires neither key, but a card with neither draws nothing.
-            if "body" in value and not isinstance(value["body"], list):
-                return "AdaptiveCard body is not an array"
-            actions = value.get("actions")
-            if "body" not in value and not (isinstance(actions, list) and actions):
-                return "AdaptiveCard has no body and no actions"
-        return None
-    if isinstance(value, list):
-        if not value:
-            return "empty array"
-        return None if all(isinstance(v, dict) for v in value) else "array of non-objects"
-    kind = {str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
-    return f"top-level {kind}"
-
-
-def _fenced_candidate(text: str) -> tuple[str, bool] | None:
-    """First code fence whose content looks like JSON: (content, wrapped in prose)."""
-    pos = 0
-    while (m := _FENCE_OPEN.search(text, pos)) is not None:
-        close = text.find("```", m.end())
-        end = len(text) if close < 0 else close  # an unclosed fence runs to the end
-        content = text[m.end() : end].strip(_DECORATION)
-        if content[:1] in ("{", "["):
-            after = "" if close < 0 else text[close:]
-            prose = (text[: m.start()] + after).strip(_DECORATION)
-            return content, bool(prose)
-        if close < 0:
-            return None
-        pos = close + 3
-    return None
-
-
-def _is_call_object(obj: Any) -> bool:
-    if not isinstance(obj, dict) or obj.get("type", "function") != "function":
-        return False
-    function = obj.get("function")
-    if isinstance(function, dict):
-        return isinstance(function.get("name"), str)
-    return isinstance(obj.get("name"), str) and ("arguments" in obj or "parameters" in obj)
-
-
-def is_text_call(value: Any) -> bool:
-    """True when a parsed value is a function call (or a list of calls), whatever its name.
-
-    Shapes: ``{"name", "arguments"}``, ``{"name", "parameters"}``, ``{"function": {...}}`` and
-    the OpenAI ``{"type": "function", "function": {...}}``. No element of a card has
-    ``arguments`` or ``parameters``, and a card's ``type`` is never ``function``.
-    """
-    if isinstance(value, list):
-        return bool(value) and all(_is_call_object(v) for v in value)
-    return _is_call_object(value)
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _embedded_block(text: str) -> tuple[Any, bool] | None:
-    """A JSON block on lines of its own, with prose around it: (value, prose outside).
-
-    Only the first line that opens with ``{`` or ``[`` is tried: every later one may be a
-    line inside that block (a pretty-printed card cut short has whole elements on later
-    lines, and reading one of those as the card would hide the truncation). JSON in the
-    middle of a sentence (``call render({...})``) is not a block and stays prose.
-    """
-    m = re.search(r"^[ \t]*[\[{]", text, re.MULTILINE)
-    if m is None:
-        return None
-    start = m.end() - 1
-    try:
-        value, end = _DECODER.raw_decode(text, start)
-    except (ValueError, RecursionError):
-        return None
-    after = text[end:]
-    rest_of_line, _, _ = after.partition("\n")
-    if rest_of_line.strip(_DECORATION):
-        return None  # the block goes on after the JSON on the same line: not a block
-    tail = after.strip(_DECORATION)
-    if tail[:1] in ("{", "[", ","):
-        return None  # more JSON follows: two objects without a comma are not repaired
-    head = text[: m.start()].strip(_DECORATION)
-    return value, bool(head or tail)
-
-
-def detect_card(text: str) -> CardDetection:
-    """Find the JSON a reply holds, in the order of docs/design.md §5.
-
-    1. the raw (stripped) text as JSON;
-    2. else the content of the first code fence that looks like JSON (balanced or not), or
-       the text with leading/trailing whitespace and stray backticks removed;
-    3. else, for a ``{…}`` candidate, the same wrapped as ``[ … ]`` (``{…},{…}`` replies);
-    4. else, with no fence, a card or call written as a block on lines of its own before
-       and/or after prose (``Here you go:\n{...}\nEnjoy!``): reported as wrapped in prose.
-
-    Two objects on separate lines without a comma stay invalid JSON: no stage repairs them.
-    A call written as text (:func:`is_text_call`, or a ``<tool_call>``-style wrapper) is
-    flagged as ``text_call`` and is never a card.
-    """
-    raw = text.strip()
-    ok, value, dupes, _ = _loads(raw)
-    fenced = wrapped = bracketed = False
-    error: str | None = None
-    candidate = raw
-    if not ok:
-        found = _fenced_candidate(raw)
-        if found is not None:
-            (candidate, wrapped), fenced = found, True
-        else:
-            candidate = raw.strip(_DECORATION)
-        ok, value, dupes, error = _loads(candidate)
-        if not ok and candidate.startswith("{") and candidate.endswith("}"):
-            ok, value, dupes, _ = _loads("[" + candidate + "]")
-            bracketed = ok
-        if ok:
-            error = None
-        elif not fenced and (block := _embedded_block(raw)) is not None:
-            block_value, around = block
-            if around and (is_text_call(block_value) or card_problem(block_value) is None):
-                ok, value, wrapped, error = True, block_value, True, None
-                candidate = raw.strip(_DECORATION)
-    looks = candidate[:1] in ("{", "[") or (ok and isinstance(value, (dict, list, str)))
-    call = (ok and is_text_call(value)) or any(w in raw for w in _CALL_WRAPPERS)
-    problem = card_problem(value) if ok and not call else None
-    return CardDetection(
-        value=value,
-        parsed=ok,
-        is_card=ok and not call and problem is None,
-        reason=problem or "",
-        fenced=fenced,
-        wrapped_in_prose=wrapped,
-        bracketed=bracketed,
-        duplicate_keys=dupes,
-        error=error,
-        looks_like_json=looks,
-        text_call=call,
-    )
+def _children(node: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``(key, element)`` for every element object directly under ``node``."""
+    out: list[tuple[str, Any]] = []
+    # An object has a few keys and the schema many: look up each key of the object.
+    for key, child in node.items():
+        if key in _ELEMENT_KEY_SET:
+            if isinstance(child, list):
+                out.extend((key, item) for item in child if isinstance(item, dict))
+            elif isinstance(child, dict):
+                out.append((key, child))
+        elif key in _HOLDERS and isinstance(child, dict):
+            held = child.get(_HOLDERS[key])
+            if isinstance(held, dict):
+                out.append((key, held))
+    return out
 
 
 def collect_types(value: Any) -> tuple[str, ...]:
@@ -317,7 +111,7 @@ def collect_types(value: Any) -> tuple[str, ...]:
 
     The top level (one element, an array of elements, or an ``AdaptiveCard``) and every
     object reached through :data:`ELEMENT_KEYS` count; other keys are values, whatever
-    ``type`` strings they hold (see :data:`ELEMENT_KEYS`).
+    ``type`` strings they hold (see :data:`ELEMENT_KEYS`). Fallbacks count too.
     """
     found: set[str] = set()
     stack: list[Any] = list(value) if isinstance(value, list) else [value]
@@ -325,33 +119,74 @@ def collect_types(value: Any) -> tuple[str, ...]:
         node = stack.pop()
         if not isinstance(node, dict):
             continue  # e.g. ``"fallback": "drop"`` or a plain string inline
-        if (t := _type_name(node)) is not None:
+        if (t := type_name(node)) is not None:
             found.add(t)
-        # An object has a few keys and the schema many: look up each key of the object.
-        for key, child in node.items():
-            if key in _ELEMENT_KEY_SET:
-                if isinstance(child, list):
-                    stack.extend(child)
-                elif isinstance(child, dict):
-                    stack.append(child)
-            elif key in _HOLDERS and isinstance(child, dict):
-                stack.append(child.get(_HOLDERS[key]))
+        stack.extend(child for _, child in _children(node))
     return tuple(sorted(found))
+
+
+def _is_drop(fallback: Any) -> bool:
+    return isinstance(fallback, str) and fallback.strip().lower() == "drop"
+
+
+def _has_fallback(node: dict[str, Any]) -> bool:
+    fallback = node.get("fallback")
+    return isinstance(fallback, dict) or _is_drop(fallback)
+
+
+def _resolves(fallback: Any, known: Collection[str]) -> bool:
+    """A fallback the renderer can show: ``"drop"``, or a chain whose last link is known."""
+    while isinstance(fallback, dict):  # a chain ends: parsed JSON is a tree, never a loop
+        if type_name(fallback) in known:
+            return True
+        fallback = fallback.get("fallback")
+    return _is_drop(fallback)
+
+
+def find_invented_types(value: Any, known: Collection[str]) -> tuple[str, ...]:
+    """The unknown types a renderer would draw as an invisible blank; sorted.
+
+    Adaptive Cards renderers replace an element they cannot draw by its ``fallback``, and an
+    element with no fallback makes the nearest element around it that has one fall back
+    instead. So an unknown type is *not* invented when it carries a fallback element or
+    ``fallback: "drop"`` (the author's choice), or when an element it sits inside has a
+    fallback that resolves (``"drop"``, or a chain whose last link is known). The last link of
+    a chain that resolves nowhere is invented: that slot of the card stays blank. ``known``
+    is the suite's vocabulary; the always-known types are added here.
+    """
+    known = frozenset(known) | _ALWAYS_KNOWN
+    invented: set[str] = set()
+    # (element, covered): covered when something around it falls back to a drawable shape.
+    stack: list[tuple[Any, bool]] = [
+        (v, False) for v in (value if isinstance(value, list) else [value])
+    ]
+    while stack:
+        node, covered = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        t = type_name(node)
+        if t is not None and t not in known:
+            excused = covered or _has_fallback(node)
+            if not excused:
+                invented.add(t)
+            inner = excused  # an element replaced by its fallback draws none of its own
+        else:
+            inner = covered or _resolves(node.get("fallback"), known)
+        for key, child in _children(node):
+            # A fallback replaces its element: what surrounds the element surrounds it.
+            stack.append((child, covered if key == "fallback" else inner))
+    return tuple(sorted(invented))
 
 
 def find_unknown_types(
     types: Collection[str], vocabulary: Collection[str] = REFERENCE_VOCABULARY
 ) -> tuple[str, ...]:
-    """The types outside ``vocabulary``, nesting-only and tolerated types; sorted."""
-    return tuple(
-        sorted(
-            t
-            for t in types
-            if t not in vocabulary
-            and t not in _ALWAYS_KNOWN
-            and not t.startswith(TOLERATED_PREFIXES)
-        )
-    )
+    """The types outside ``vocabulary`` and the always-known ones, fallbacks or not; sorted.
+
+    These are recorded per sample; which of them fail the card is
+    :func:`find_invented_types`'s question.
+    """
+    return tuple(sorted(t for t in types if t not in vocabulary and t not in _ALWAYS_KNOWN))
 
 
 def _fail(
@@ -399,8 +234,9 @@ def judge_card(
     (``duplicate-key``, ``prose-with-card``, ``broken: …``) keeps that label in every case,
     the control included: it was an attempt at a card, and a malformed one. A function call
     written as text is ``text-call`` (malformed): it is neither a card nor prose. A card
-    with element types outside ``vocabulary`` fails ``invented …`` (they render as
-    invisible blanks) unless ``allow_unknown`` is set.
+    with element or action types outside ``vocabulary`` that nothing falls back from fails
+    ``invented …`` (they render as invisible blanks; :func:`find_invented_types`) unless
+    ``allow_unknown`` is set. Every unknown type is recorded either way.
     """
     det = detect_card(text)
     types = collect_types(det.value) if det.is_card else ()
@@ -423,8 +259,9 @@ def judge_card(
         return Verdict(True, "ok prose", None)
     if not det.is_card:
         return _fail("prose", FailureClass.DECLINED)
-    if unknown and not allow_unknown:
-        return _fail(f"invented {' '.join(unknown)}", FailureClass.WRONG_ELEMENT, types, unknown)
+    invented = find_invented_types(det.value, vocabulary) if unknown and not allow_unknown else ()
+    if invented:
+        return _fail(f"invented {' '.join(invented)}", FailureClass.WRONG_ELEMENT, types, unknown)
     if requires_input and not any(t.startswith("Input.") for t in types):
         return _fail("no-input", FailureClass.WRONG_ELEMENT, types, unknown)
     # AdaptiveCard is the envelope, not an answer: leaving it out keeps a bare element array

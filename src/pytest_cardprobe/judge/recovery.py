@@ -48,24 +48,16 @@ yields a call or an error; the error marks a reply that tried to call ``T`` and 
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_right
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NoReturn
+
+from pytest_cardprobe.judge.callread import DECODER, RecoveredCall, Refused, json_error, read_call
+from pytest_cardprobe.judge.spans import skip_patterns, walk_span
 
 __all__ = ["RecoveredCall", "Recovery", "recover_tool_calls"]
-
-
-@dataclass(frozen=True)
-class RecoveredCall:
-    """One call recovered from text: the declared tool's name and its decoded arguments."""
-
-    name: str
-    # Excluded from the hash (a dict is unhashable); equality still compares it.
-    arguments: dict[str, Any] = field(hash=False)
 
 
 @dataclass(frozen=True)
@@ -88,212 +80,6 @@ class Recovery:
     def refused(self) -> bool:
         """True when an attempted call to a declared tool was refused."""
         return self.error is not None
-
-
-# --------------------------------------------------------------------------------------------
-# Scanner: maximal bracket spans in one left-to-right pass.
-#
-# Brackets are matched by count, not by kind: any closer closes the innermost opener, so
-# ``[1}`` is one span. A span whose kinds do not match is not JSON and fails the parse, which is
-# where it is judged; the scanner only has to find boundaries, and it finds the same ones
-# whichever of its three paths (below) looks at a region.
-#
-# Outside spans only an opener matters (quotes in prose are not JSON strings). Inside a span
-# JSON strings are skipped whole, with backslash escapes, so brackets in strings do not count.
-# Every pattern is possessive: nothing ever backtracks, and no pattern is retried from later
-# positions after a failure -- retrying is what makes naive scanners quadratic on thousands of
-# unclosed ``{``.
-#
-# Only spans that contain a declared tool name can matter (a call names its tool; so do the
-# markers and mentions checked later). So:
-# 1. the skip pattern jumps, in C, over prose and over spans nested at most ``_SHALLOW_DEPTH``
-#    deep, stopping short of the next occurrence of a declared name;
-# 2. at an opener it could not skip, the shallow pattern matches the whole span if it is
-#    shallow (then it holds a declared name);
-# 3. otherwise (deep, or never closed) ``_session`` walks it with one regex step per run of
-#    openers / run of closers, so 100k nested ``[`` cost a single step.
-# When no declared name occurs in the rest of the text, scanning stops.
-
-_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
-_PLAIN = r'[^{}\[\]"]++'
-_SHALLOW_DEPTH = 32
-
-
-def _shallow_span(depth: int) -> str:
-    span = r"[{\[](?:" + _PLAIN + "|" + _STRING + r")*+[}\]]"
-    for _ in range(depth - 1):
-        span = r"[{\[](?:" + _PLAIN + "|" + _STRING + "|" + span + r")*+[}\]]"
-    return span
-
-
-@lru_cache(maxsize=1)
-def _skip_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    # Compiled on first use (about 20 ms), not at import: pytest imports the plugin eagerly.
-    span = _shallow_span(_SHALLOW_DEPTH)
-    return re.compile(r"(?:[^{\[]++|" + span + r")*+", re.DOTALL), re.compile(span, re.DOTALL)
-
-
-# One step inside a span: ordinary text and whole strings (unterminated only at the end of the
-# text), then a run of openers, a run of closers, or the end.
-_IN_SPAN = re.compile(
-    r"""
-    [^{}\[\]"]*+
-    (?: "[^"\\]*+(?:\\.[^"\\]*+)*+"? [^{}\[\]"]*+ )*+
-    (?: ([{\[]++) | ([}\]]++) | \Z )
-    """,
-    re.DOTALL | re.VERBOSE,
-)
-
-
-def _session(text: str, first: int, last_closer: int) -> tuple[list[int], list[int], bool]:
-    """Walk the span opened at ``first``; ``last_closer`` is the text's last ``}`` or ``]``.
-
-    Returns ``([first], [end], True)`` when it closes at ``end``; else ``(starts, ends,
-    False)``: it never closes, and the spans inside it that did close and are not nested in
-    another are ``text[starts[i]:ends[i]]``.
-    """
-    # Nothing can close after the last closer, so the walk stops there: a reply truncated
-    # mid-call (the usual way a span never closes) costs nothing past its last closer.
-    # Open brackets as runs of consecutive openers: text[run_start[i]:run_end[i]].
-    run_start: list[int] = []
-    run_end: list[int] = []
-    depth = 0
-    # Spans closed so far, with the depth after closing. Depths are non-decreasing, so the
-    # spans nested in a newly closed one are all at the tail. (Parallel lists of ints rather
-    # than a list of tuples: nothing for the garbage collector to walk on huge inputs.)
-    closed_start: list[int] = []
-    closed_end: list[int] = []
-    closed_depth: list[int] = []
-    for step in _IN_SPAN.finditer(text, first, last_closer + 1):
-        start, stop = step.span(1)
-        if start >= 0:
-            run_start.append(start)
-            run_end.append(stop)
-            depth += stop - start
-            continue
-        at, stop = step.span(2)
-        if at < 0:
-            break  # end of text
-        k = stop - at
-        if k >= depth:
-            return [first], [at + depth], True
-        depth -= k
-        while True:
-            start = run_start[-1]
-            size = run_end[-1] - start
-            if k < size:
-                run_end[-1] -= k
-                outermost = run_end[-1]
-                break
-            run_start.pop()
-            run_end.pop()
-            k -= size
-            if not k:
-                outermost = start
-                break
-        while closed_depth and closed_depth[-1] > depth:
-            closed_start.pop()
-            closed_end.pop()
-            closed_depth.pop()
-        closed_start.append(outermost)
-        closed_end.append(stop)
-        closed_depth.append(depth)
-    return closed_start, closed_end, False
-
-
-# --------------------------------------------------------------------------------------------
-# JSON: strict, no repair.
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"duplicate key {key!r}")
-            seen.add(key)
-    return obj
-
-
-def _no_constants(name: str) -> NoReturn:
-    # json accepts NaN / Infinity by default; they are not JSON.
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
-
-
-def _json_error(exc: BaseException, start: int) -> str:
-    if isinstance(exc, RecursionError):
-        return f"invalid JSON: nesting too deep in the value at char {start}"
-    if isinstance(exc, json.JSONDecodeError):  # its message already carries the position
-        return f"invalid JSON: {exc}"
-    # Raised by our hooks (duplicate key, NaN) or int parsing: no position of their own.
-    return f"invalid JSON: {exc} in the value at char {start}"
-
-
-# --------------------------------------------------------------------------------------------
-# Call shapes.
-
-_FLAT_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
-_WRAPPER_KEYS = frozenset({"function", "type", "id", "index"})
-_FUNCTION_KEYS = frozenset({"name", "arguments", "parameters"})
-_JSON_TYPE: dict[type, str] = {
-    dict: "an object",
-    list: "an array",
-    str: "a string",
-    bool: "a boolean",
-}
-
-
-class _Refused(Exception):
-    def __init__(self, name: str, why: str) -> None:
-        super().__init__(why)
-        self.name = name
-        self.why = why
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    return _JSON_TYPE.get(type(value), "a number")
-
-
-def _read_call(obj: object, names: frozenset[str]) -> RecoveredCall | None:
-    """The call ``obj`` makes to a declared tool; None if it names none; _Refused if bad."""
-    if not isinstance(obj, dict):
-        return None
-    function = obj.get("function")
-    if isinstance(function, dict):
-        body: dict[str, Any] = function
-        extra = (obj.keys() - _WRAPPER_KEYS) | (function.keys() - _FUNCTION_KEYS)
-    else:
-        body = obj
-        extra = obj.keys() - _FLAT_KEYS
-    name = body.get("name")
-    if not isinstance(name, str) or name not in names:
-        return None
-    # From here on it is an attempted call to a declared tool: anything off is refused, since
-    # a key we do not understand may be an argument the model put in the wrong place.
-    if extra:
-        keys = sorted(extra)
-        raise _Refused(name, f"unexpected keys {keys[:5]}" + (" ..." if len(keys) > 5 else ""))
-    kind = obj.get("type", "function")
-    if kind != "function":
-        raise _Refused(name, f'"type" is {kind!r:.40}, expected "function"')
-    if "arguments" in body and "parameters" in body:
-        raise _Refused(name, 'both "arguments" and "parameters" given')
-    arguments = body.get("arguments", body.get("parameters", {}))
-    if isinstance(arguments, str):
-        try:
-            arguments = _DECODER.decode(arguments)
-        except (ValueError, RecursionError) as exc:
-            why = "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
-            raise _Refused(name, f"arguments string is not valid JSON: {why}") from None
-    if not isinstance(arguments, dict):
-        raise _Refused(name, f"arguments must be a JSON object, not {_json_type(arguments)}")
-    return RecoveredCall(name, arguments)
 
 
 # --------------------------------------------------------------------------------------------
@@ -361,7 +147,7 @@ class _Reply:
         """Find, parse and classify every span that contains a declared name."""
         text = self.text
         size = len(text)
-        skip, shallow = _skip_patterns()
+        skip, shallow = skip_patterns()
         relevant = self.patterns.relevant
         name_start = name_end = -1  # the next occurrence of a declared name
         last_closer = -2  # found when first needed
@@ -385,7 +171,7 @@ class _Reply:
                 continue
             if last_closer < -1:
                 last_closer = max(text.rfind("}"), text.rfind("]"))
-            starts, stops, closes = _session(text, pos, last_closer)
+            starts, stops, closes = walk_span(text, pos, last_closer)
             if not closes:
                 self.unclosed = pos
             for start, stop in zip(starts, stops, strict=True):
@@ -401,10 +187,10 @@ class _Reply:
     def consider(self, start: int, stop: int, *, enclosed: bool) -> None:
         """Parse the span text[start:stop] and collect the calls it makes."""
         try:
-            value, end = _DECODER.raw_decode(self.text, start)
+            value, end = DECODER.raw_decode(self.text, start)
         except (ValueError, RecursionError) as exc:
             self.bad_starts.append(start)
-            self.bad.append((stop, _json_error(exc, start)))
+            self.bad.append((stop, json_error(exc, start)))
             return
         if end != stop:  # cannot happen (a JSON value balances its brackets); be safe anyway
             self.bad_starts.append(start)
@@ -416,8 +202,8 @@ class _Reply:
             return  # the reply is refused anyway; keep scanning only to find the earliest
         for item in value if isinstance(value, list) else (value,):
             try:
-                call = _read_call(item, self.patterns.names)
-            except _Refused as refusal:
+                call = read_call(item, self.patterns.names)
+            except Refused as refusal:
                 self.refuse(start, refusal.name, refusal.why)
                 return
             if call is None:
@@ -451,9 +237,9 @@ class _Reply:
             opener = self.text.rfind("{", self.unclosed, at)
             opener = self.unclosed if opener < 0 else opener
             try:
-                _DECODER.raw_decode(self.text, opener)
+                DECODER.raw_decode(self.text, opener)
             except (ValueError, RecursionError) as exc:
-                return f"{_json_error(exc, opener)} ({where})"
+                return f"{json_error(exc, opener)} ({where})"
             return where
         return "not inside a JSON object"
 

@@ -19,7 +19,21 @@ from typing import Any
 from pytest_cardprobe.suite.errors import Fail, KeyPath
 
 #: Matcher names an argument matcher mapping may use (``ignore_case`` is a modifier).
-MATCHERS: tuple[str, ...] = ("equals", "one_of", "regex", "contains", "type", "range", "any")
+#: The judge's records: ``absent`` (value None), ``optional`` and ``each`` (value: the inner
+#: :class:`Matcher`), ``length`` (value: an inclusive ``(lo, hi)`` tuple of ints).
+MATCHERS: tuple[str, ...] = (
+    "equals",
+    "one_of",
+    "regex",
+    "contains",
+    "type",
+    "range",
+    "any",
+    "absent",
+    "optional",
+    "each",
+    "length",
+)
 MODIFIERS: tuple[str, ...] = ("ignore_case",)
 #: The kinds of ``expect:`` (the suite schema's ``expect`` definition says how each is written).
 EXPECT_KINDS: tuple[str, ...] = ("call", "calls", "no_call", "sequence")
@@ -37,14 +51,20 @@ class Matcher:
 
     def describe(self) -> str:
         """How the matcher reads in a label, e.g. ``regex 'src/.*'``."""
+        case = " (ignoring case)" if self.ignore_case else ""
         if self.kind == "equals":
-            return repr(self.value)
+            return repr(self.value) + case
         if self.kind == "any":
             return "any value"
-        if self.kind == "range":
-            return f"range [{self.value[0]}, {self.value[1]}]"
-        text = f"{self.kind.replace('_', ' ')} {self.value!r}"
-        return text + (" (ignoring case)" if self.ignore_case else "")
+        if self.kind == "absent":
+            return "absent"
+        if self.kind == "optional":
+            return f"{self.value.describe()}{case} or absent"
+        if self.kind == "each":
+            return f"each {self.value.describe()}{case}"
+        if self.kind in ("range", "length"):
+            return f"{self.kind} [{self.value[0]}, {self.value[1]}]"
+        return f"{self.kind.replace('_', ' ')} {self.value!r}{case}"
 
 
 @dataclass(frozen=True)

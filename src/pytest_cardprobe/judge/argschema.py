@@ -1,0 +1,98 @@
+"""Check a call's arguments against the declared tool's JSON Schema, with strict JSON types.
+
+The draft is explicit: the one a tool's ``$schema`` names, Draft 2020-12 when it names none.
+Whatever the draft, ``integer`` means a JSON integer: ``5`` is one, ``5.0`` is not (drafts 6
+and later would accept it, since its value is whole), and neither is ``true``. A Python tool
+handed ``5.0`` for an integer breaks on ``range(n)``, so the judge fails the call as
+``bad_arguments NAME: $.number 5.0 is a float, the tool declares integer``.
+
+What the judge sees is what the wire decoded. An OpenAI-compatible server passes the model's
+argument text through, so ``5.0`` arrives as a float; Ollama parses the model's text and
+re-encodes it, so ``5.0`` may arrive as ``5`` and nothing here can tell (README, "Your own
+tools").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from pytest_cardprobe.judge.matchers import show
+
+__all__ = ["schema_problem", "strict_validator"]
+
+
+def _strict_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@lru_cache(maxsize=16)
+def _strict_class(base: Any) -> Any:
+    """``base`` (a jsonschema validator class) with ``integer`` meaning a JSON integer."""
+    from jsonschema.validators import extend
+
+    return extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Any:
+    # Imported here: only call suites pay for jsonschema's import.
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    schema = json.loads(schema_text)
+    return _strict_class(validator_for(schema, default=Draft202012Validator))(schema)
+
+
+def strict_validator(parameters: Mapping[str, Any]) -> Any:
+    """The validator the judge checks arguments with (cached per schema)."""
+    return _validator(json.dumps(parameters, sort_keys=True))
+
+
+def _path(parts: Sequence[Any]) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
+def _rule(error: Any) -> str:
+    """One schema violation as ``<path> <rule>``, in words a label can carry."""
+    where = _path(list(error.absolute_path))
+    rule, expected, instance = error.validator, error.validator_value, error.instance
+    if rule == "type":
+        names = [str(n) for n in (expected if isinstance(expected, list) else [expected])]
+        if isinstance(instance, float) and "integer" in names:
+            return f"{where} {show(instance)} is a float, the tool declares {' or '.join(names)}"
+        return f"{where} is not of type {' or '.join(names)}"
+    if rule == "required" and isinstance(instance, dict):
+        missing = [n for n in expected if n not in instance]
+        return f"{where}.{missing[0] if missing else '?'} is required"
+    if rule == "enum":
+        return f"{where} is not one of {show(expected)}"
+    if rule == "additionalProperties" and isinstance(instance, dict):
+        props = (error.schema or {}).get("properties", {})
+        extra = sorted(k for k in instance if k not in props)
+        return f"{where}.{extra[0] if extra else '?'} is not allowed (additionalProperties)"
+    if rule in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"{where} fails {rule} {expected}"
+    if rule in ("minLength", "maxLength", "minItems", "maxItems", "pattern", "const", "format"):
+        return f"{where} fails {rule} {show(expected)}"
+    return f"{where} fails {rule}"
+
+
+def schema_problem(arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:
+    """The first way ``arguments`` break the declared tool's rules, or None.
+
+    An argument the schema does not declare fails as ``unknown_argument`` (whatever
+    ``additionalProperties`` says: a model that invents arguments is wrong even when the
+    schema is lax); then the JSON Schema itself is checked, with strict types.
+    """
+    properties = parameters.get("properties")
+    if isinstance(properties, Mapping):
+        for name in arguments:
+            if name not in properties:
+                return f"$.{name} is not a declared argument (unknown_argument)"
+    from jsonschema.exceptions import best_match
+
+    error = best_match(strict_validator(parameters).iter_errors(dict(arguments)))
+    return None if error is None else _rule(error)
