@@ -10,7 +10,8 @@ from typing import Any
 from pytest_cardprobe.judge.card import REFERENCE_VOCABULARY, judge_card
 from pytest_cardprobe.runtime import Runtime
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Verdict
-from pytest_cardprobe.wire.cassettes import Recording, fixture_cassette_path
+from pytest_cardprobe.wire.cassettes.format import Recording
+from pytest_cardprobe.wire.cassettes.paths import fixture_cassette_path
 
 
 @dataclass(frozen=True)

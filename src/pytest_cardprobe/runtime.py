@@ -31,24 +31,22 @@ from pytest_cardprobe.types import (
     Verdict,
     trim,
 )
-from pytest_cardprobe.wire.cassettes import (
-    Backend,
-    Recording,
-    cassette_path,
-    fingerprint,
-    recorded_model,
-)
-from pytest_cardprobe.wire.client import (
-    ChatClient,
+from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
+from pytest_cardprobe.wire.cassettes.format import Recording
+from pytest_cardprobe.wire.cassettes.modes import Backend
+from pytest_cardprobe.wire.cassettes.paths import cassette_path
+from pytest_cardprobe.wire.cassettes.reading import recorded_model
+from pytest_cardprobe.wire.client import ChatClient
+from pytest_cardprobe.wire.errors import (
     ClientError,
     InfraError,
     ModelNotFound,
     RequestRejected,
     Unsupported,
-    model_identity,
-    redact_url,
-    server_figures,
 )
+from pytest_cardprobe.wire.figures import server_figures
+from pytest_cardprobe.wire.identity import model_identity
+from pytest_cardprobe.wire.redact import redact_url
 from pytest_cardprobe.wire.slots import server_slot
 
 TextJudge = Callable[[str], Verdict]

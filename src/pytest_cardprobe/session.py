@@ -24,7 +24,7 @@ from pytest_cardprobe.score.outcome import FAILED, FLIP
 from pytest_cardprobe.score.report import json_report, markdown
 from pytest_cardprobe.state import CardprobeState
 from pytest_cardprobe.types import ProbeResult
-from pytest_cardprobe.wire.client import redact_url
+from pytest_cardprobe.wire.redact import redact_url
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
 from pytest_cardprobe.types import ProbeResult
-from pytest_cardprobe.wire.cassettes import backend_for
+from pytest_cardprobe.wire.cassettes.modes import backend_for
 
 
 @dataclass

@@ -20,20 +20,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_cardprobe.types import ChatReply, ChatRequest, ToolCall
-from pytest_cardprobe.wire.client import (
-    ChatClient,
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings
+from pytest_cardprobe.wire.errors import (
     ClientError,
-    ClientSettings,
     InfraError,
     ModelNotFound,
     RequestRejected,
     ToolsUnsupported,
-    model_identity,
-    parse_ollama_reply,
-    parse_ollama_stream,
-    parse_openai_reply,
-    parse_openai_stream,
 )
+from pytest_cardprobe.wire.identity import model_identity
+from pytest_cardprobe.wire.ollama import parse_ollama_reply
+from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
+from pytest_cardprobe.wire.openai import parse_openai_reply
+from pytest_cardprobe.wire.openai_stream import parse_openai_stream
 
 BASE = "http://model-server.test:11434"
 MODEL = "ghost-model:1b"
@@ -855,7 +854,8 @@ class TestParseOpenAIStream:
 
 def test_unfinished_ollama_reply_is_infra() -> None:
     """Ollama 0.11.4 can answer 200 with done:false after a repeated token; never judge it."""
-    from pytest_cardprobe.wire.client import InfraError, parse_ollama_reply
+    from pytest_cardprobe.wire.errors import InfraError
+    from pytest_cardprobe.wire.ollama import parse_ollama_reply
 
     body = {"model": "", "created_at": "0001-01-01T00:00:00Z", "message": {}, "done": False}
     with pytest.raises(InfraError, match="done:false"):

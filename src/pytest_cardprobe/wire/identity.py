@@ -1,0 +1,80 @@
+"""What a server says a model is: Ollama's digest, or the OpenAI-compatible model id.
+
+Asked before a recording (the preflight and the live runtime), never during replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_cardprobe.wire.client import ChatClient
+from pytest_cardprobe.wire.errors import InfraError, ModelNotFound, classify_http_error
+from pytest_cardprobe.wire.redact import redact_url
+
+
+def _get_json(http: Any, method: str, path: str, body: Any = None) -> Any:
+    """One request for server metadata; a transport failure or a 5xx is infra."""
+    import httpx
+
+    try:
+        response = http.request(method, path, json=body)
+    except httpx.HTTPError as exc:
+        shown = redact_url(str(http.base_url))
+        raise InfraError(f"cannot reach {shown}: {type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 400:
+        return response
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise InfraError(f"{method} {path} answered non-JSON: {response.text[:120]!r}") from exc
+
+
+def model_identity(client: ChatClient, model: str) -> dict[str, str]:
+    """What the server says ``model`` is: Ollama's digest, or the OpenAI-compatible model id.
+
+    Raises :class:`ModelNotFound` when the server does not have the model and
+    :class:`InfraError` when it cannot be reached.
+    """
+    import httpx
+
+    http = client._http
+    if client.settings.api == "openai":
+        listed = _get_json(http, "GET", "/v1/models")
+        if isinstance(listed, httpx.Response):
+            raise classify_http_error(listed, model)
+        entries = [m for m in (listed.get("data") or []) if isinstance(m, dict)]
+        ids = [str(m.get("id")) for m in entries]
+        if model not in ids and _single_model_llama_server(entries):
+            # llama-server serves its one model whatever name a request gives (checked on
+            # the real server), so the suite's name only keys the cassettes; pin the model
+            # the server really answers with.
+            return {"id": ids[0]}
+        if model not in ids:
+            raise ModelNotFound(
+                f"model {model!r} is not listed by GET {client.shown_url}/v1/models "
+                f"(it lists: {', '.join(ids) or 'nothing'})"
+            )
+        return {"id": model}
+    shown = _get_json(http, "POST", "/api/show", {"model": model})
+    if isinstance(shown, httpx.Response):
+        error = classify_http_error(shown, model)
+        if shown.status_code == 404:
+            raise ModelNotFound(
+                f"model {model!r} not found on {client.shown_url}; "
+                f"fetch it with: ollama pull {model}"
+            )
+        raise error
+    identity = {"name": model}
+    tags = _get_json(http, "GET", "/api/tags")
+    if isinstance(tags, dict):
+        wanted = {model, f"{model}:latest"}
+        for entry in tags.get("models") or []:
+            if isinstance(entry, dict) and entry.get("name") in wanted and entry.get("digest"):
+                identity["digest"] = str(entry["digest"])
+                break
+    return identity
+
+
+def _single_model_llama_server(entries: list[dict[str, Any]]) -> bool:
+    """A ``/v1/models`` listing from llama-server running one model (no router)."""
+    return len(entries) == 1 and entries[0].get("owned_by") == "llamacpp"
