@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cardprobe.types import ChatReply, ChatRequest
 from pytest_cardprobe.wire import ollama, openai
 from pytest_cardprobe.wire.body import Player, json_body
+from pytest_cardprobe.wire.deadline import CONNECT_TIMEOUT_S, Deadline
 from pytest_cardprobe.wire.errors import InfraError, Unreachable, classify_http_error
 from pytest_cardprobe.wire.jsonread import load_json
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
@@ -66,11 +67,14 @@ class ChatClient:
         self.shown_url = redact_url(settings.base_url)
         self._player = player
         self._client: httpx.Client | None = None
+        self._deadline = Deadline()
 
     @property
     def _http(self) -> httpx.Client:
         if self._client is None:
             import httpx
+
+            from pytest_cardprobe.wire.transport import deadline_transport
 
             s = self.settings
             headers = dict(s.headers)
@@ -82,10 +86,43 @@ class ChatClient:
             self._client = httpx.Client(
                 base_url=base.rstrip("/"),
                 params=httpx.QueryParams(query) if query else None,
-                timeout=httpx.Timeout(s.timeout, connect=min(10.0, s.timeout)),
+                timeout=httpx.Timeout(s.timeout, connect=min(CONNECT_TIMEOUT_S, s.timeout)),
                 headers=headers,
+                transport=deadline_transport(self._deadline, base),
             )
         return self._client
+
+    def send(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        """One exchange with the server, its reply read whole, within the request timeout.
+
+        The timeout is a deadline for the whole exchange (connecting, sending, the reply's
+        head and every byte of its body or stream), not a bound on each read; a transport
+        failure is an :class:`InfraError` (:class:`Unreachable` when nothing answered).
+        """
+        import httpx
+
+        http = self._http
+        timeout = self.settings.timeout
+        started = time.monotonic()
+        try:
+            with self._deadline.running(timeout):
+                return http.request(method, path, json=body)
+        except httpx.TimeoutException as exc:
+            connect = min(CONNECT_TIMEOUT_S, timeout)
+            if isinstance(exc, httpx.ConnectTimeout) and time.monotonic() - started < timeout:
+                raise InfraError(
+                    f"timed out connecting to {self.shown_url} (connect timeout {connect:g} s)"
+                ) from exc
+            raise InfraError(
+                f"timed out: the exchange with {self.shown_url} exceeded the {timeout:g} s "
+                f"request deadline ({type(exc).__name__}: {exc})"
+            ) from exc
+        except httpx.RemoteProtocolError as exc:
+            raise InfraError(f"broken reply from {self.shown_url}: {exc!r}") from exc
+        except httpx.ConnectError as exc:
+            raise Unreachable(f"cannot reach {self.shown_url}: {exc!r}") from exc
+        except httpx.TransportError as exc:
+            raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -133,24 +170,10 @@ class ChatClient:
             played = self._player("POST", path, json_body(body))
             if played is not None:
                 return self._played(request, path, body, played)
-        import httpx
-
-        timeout = self.settings.timeout
-        try:
-            status, content, sent = self._post(path, body, time.monotonic() + timeout)
-        except httpx.TimeoutException as exc:
-            raise InfraError(f"timed out after {timeout:g}s: {exc!r}") from exc
-        except httpx.RemoteProtocolError as exc:
-            raise InfraError(f"broken reply from {self.shown_url}: {exc!r}") from exc
-        except httpx.ConnectError as exc:
-            raise Unreachable(f"cannot reach {self.shown_url}: {exc!r}") from exc
-        except httpx.TransportError as exc:
-            raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
-        if status >= 400:
-            raise classify_http_error(
-                httpx.Response(status, content=content, request=sent), request.model
-            )
-        text = content.decode("utf-8", "replace")
+        response = self.send("POST", path, body)
+        if response.status_code >= 400:
+            raise classify_http_error(response, request.model)
+        text = response.content.decode("utf-8", "replace")
         problem, parsed = check_reply(self.settings.api, self.settings.stream, text)
         if problem:
             # Not model behaviour: a server (or proxy) that sent something else than a reply.
@@ -197,37 +220,11 @@ class ChatClient:
             return openai.parse_openai_reply(data)
         return ollama.parse_ollama_reply(data)
 
-    def _post(
-        self, path: str, body: dict[str, Any], deadline: float
-    ) -> tuple[int, bytes, httpx.Request]:
-        """POST and read the whole reply by ``deadline``.
-
-        httpx's timeout bounds each read, so a server that drips a byte at a time would
-        never time out; the deadline bounds the whole reply.
-        """
-        import httpx
-
-        with self._http.stream("POST", path, json=body) as response:
-            chunks: list[bytes] = []
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise httpx.ReadTimeout(
-                        f"the reply was still arriving after {self.settings.timeout:g}s",
-                        request=response.request,
-                    )
-            return response.status_code, b"".join(chunks), response.request
-
     def capabilities(self, model: str) -> list[str] | None:
         """Ollama ``/api/show`` capabilities of ``model``; ``None`` when the server cannot say."""
-        import httpx
-
         if self.settings.api != "ollama":
             return None
-        try:
-            response = self._http.post("/api/show", json={"model": model})
-        except httpx.HTTPError as exc:
-            raise InfraError(f"cannot reach {self.shown_url}: {exc!r}") from exc
+        response = self.send("POST", "/api/show", {"model": model})
         if response.status_code >= 400:
             raise classify_http_error(response, model)
         try:
