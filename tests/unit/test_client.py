@@ -378,6 +378,40 @@ def test_an_unlisted_model_elsewhere_is_not_found_naming_what_is_listed(
         model_identity(client, "missing:7b")
 
 
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [("/v1/models", "[]"), ("/v1/models", '{"data": 5}'), ("/v1/models", '{"data": "x"}')],
+    ids=["a-list", "data-a-number", "data-a-string"],
+)
+def test_a_model_listing_of_the_wrong_shape_lists_nothing(
+    make_client: MakeClient, server: respx.MockRouter, path: str, text: str
+) -> None:
+    server.get(path).respond(200, text=text)
+    client, _ = make_client("openai")
+    with pytest.raises(ModelNotFound, match=r"\(it lists: nothing\)"):
+        model_identity(client, "m:1b")
+
+
+@pytest.mark.parametrize("tags", ['{"models": 5}', '{"models": "m"}', "[1, 2]", '{"models": [7]}'])
+def test_tags_of_the_wrong_shape_give_an_identity_without_a_digest(
+    make_client: MakeClient, server: respx.MockRouter, tags: str
+) -> None:
+    server.post("/api/show").respond(200, json={"capabilities": ["completion"]})
+    server.get("/api/tags").respond(200, text=tags)
+    client, _ = make_client("ollama")
+    assert model_identity(client, "m:1b") == {"name": "m:1b"}
+
+
+@pytest.mark.parametrize("text", ['{"capabilities": NaN}', "[" * 100 + "]" * 100, "<html>"])
+def test_server_metadata_that_is_not_json_is_infra(
+    make_client: MakeClient, server: respx.MockRouter, text: str
+) -> None:
+    server.post("/api/show").respond(200, text=text)
+    client, _ = make_client("ollama")
+    with pytest.raises(InfraError, match="POST /api/show answered non-JSON"):
+        model_identity(client, "m:1b")
+
+
 @pytest.mark.parametrize("status", [500, 503, 429])
 @pytest.mark.parametrize("retries", [0, 1, 2, 3])
 def test_server_errors_are_retried_with_backoff_then_infra(

@@ -21,6 +21,7 @@ from pytest_cardprobe.types import ChatRequest
 from pytest_cardprobe.wire.cassettes.record import Record
 from pytest_cardprobe.wire.client import ChatClient, ClientSettings
 from pytest_cardprobe.wire.errors import InfraError
+from pytest_cardprobe.wire.identity import model_identity
 
 GIVE_UP_S = 20.0
 DEADLINE_S = 0.5
@@ -206,3 +207,16 @@ def test_a_proxy_from_the_environment_is_used_and_bound_by_the_deadline(
             client.chat(REQUEST)
         client.close()
         assert proxy.connections == 1
+
+
+def test_asking_a_server_about_a_model_keeps_to_the_deadline_too() -> None:
+    # The preflight and the live runtime ask /api/show and /api/tags before recording.
+    with drip_server("head") as server:
+        client = client_for(server)
+        started = time.monotonic()
+        with pytest.raises(InfraError, match="request deadline"):
+            model_identity(client, "m")
+        with pytest.raises(InfraError, match="request deadline"):
+            client.capabilities("m")
+        client.close()
+    assert time.monotonic() - started < GIVE_UP_S / 2

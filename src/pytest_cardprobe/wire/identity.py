@@ -9,22 +9,17 @@ from typing import Any
 
 from pytest_cardprobe.wire.client import ChatClient
 from pytest_cardprobe.wire.errors import InfraError, ModelNotFound, classify_http_error
-from pytest_cardprobe.wire.redact import redact_url
+from pytest_cardprobe.wire.jsonread import load_json
 
 
-def _get_json(http: Any, method: str, path: str, body: Any = None) -> Any:
-    """One request for server metadata; a transport failure or a 5xx is infra."""
-    import httpx
-
-    try:
-        response = http.request(method, path, json=body)
-    except httpx.HTTPError as exc:
-        shown = redact_url(str(http.base_url))
-        raise InfraError(f"cannot reach {shown}: {type(exc).__name__}: {exc}") from exc
+def _get_json(client: ChatClient, method: str, path: str, body: Any = None) -> Any:
+    """One request for server metadata, under the request deadline; a transport failure or
+    a reply that is not JSON is infra; an error status comes back as the response."""
+    response = client.send(method, path, body)
     if response.status_code >= 400:
         return response
     try:
-        return response.json()
+        return load_json(response.text)
     except ValueError as exc:
         raise InfraError(f"{method} {path} answered non-JSON: {response.text[:120]!r}") from exc
 
@@ -37,12 +32,12 @@ def model_identity(client: ChatClient, model: str) -> dict[str, str]:
     """
     import httpx
 
-    http = client._http
     if client.settings.api == "openai":
-        listed = _get_json(http, "GET", "/v1/models")
+        listed = _get_json(client, "GET", "/v1/models")
         if isinstance(listed, httpx.Response):
             raise classify_http_error(listed, model)
-        entries = [m for m in (listed.get("data") or []) if isinstance(m, dict)]
+        data = listed.get("data") if isinstance(listed, dict) else None
+        entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
         ids = [str(m.get("id")) for m in entries]
         if model not in ids and _single_model_llama_server(entries):
             # llama-server serves its one model whatever name a request gives (checked on
@@ -55,7 +50,7 @@ def model_identity(client: ChatClient, model: str) -> dict[str, str]:
                 f"(it lists: {', '.join(ids) or 'nothing'})"
             )
         return {"id": model}
-    shown = _get_json(http, "POST", "/api/show", {"model": model})
+    shown = _get_json(client, "POST", "/api/show", {"model": model})
     if isinstance(shown, httpx.Response):
         error = classify_http_error(shown, model)
         if shown.status_code == 404:
@@ -65,10 +60,11 @@ def model_identity(client: ChatClient, model: str) -> dict[str, str]:
             )
         raise error
     identity = {"name": model}
-    tags = _get_json(http, "GET", "/api/tags")
-    if isinstance(tags, dict):
+    tags = _get_json(client, "GET", "/api/tags")
+    listed = tags.get("models") if isinstance(tags, dict) else None
+    if isinstance(listed, list):
         wanted = {model, f"{model}:latest"}
-        for entry in tags.get("models") or []:
+        for entry in listed:
             if isinstance(entry, dict) and entry.get("name") in wanted and entry.get("digest"):
                 identity["digest"] = str(entry["digest"])
                 break
