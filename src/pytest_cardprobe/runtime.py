@@ -28,6 +28,7 @@ from pytest_cardprobe.types import (
     Message,
     ProbeResult,
     SampleRecord,
+    ToolCall,
     Verdict,
     trim,
 )
@@ -112,10 +113,15 @@ def feedback_messages(
     ]
 
 
+def _call_id(call: ToolCall) -> dict[str, str]:
+    """The server's id of a call, for the shown reply; nothing when it gave none."""
+    return {"id": call.id} if call.id else {}
+
+
 def _shown_turn(number: int, turn: ModelTurn, many: bool) -> str:
     text = turn.content
     if turn.route == "tool_calls":
-        calls = [{"name": c.name, "arguments": c.arguments} for c in turn.calls]
+        calls = [{**_call_id(c), "name": c.name, "arguments": c.arguments} for c in turn.calls]
         text = f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
             f"\ncontent: {turn.content}" if turn.content else ""
         )
@@ -283,7 +289,9 @@ class Runtime:
         verdict = truncated_verdict(verdict, reply.finish_reason)
         shown = answer.text if answer.route == "content" else reply.content
         if answer.route == "tool_calls":
-            calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
+            calls = [
+                {**_call_id(c), "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
+            ]
             shown = f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
                 f"\ncontent: {reply.content}" if reply.content else ""
             )

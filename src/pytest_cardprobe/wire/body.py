@@ -33,3 +33,36 @@ def parsed_body(body: str | bytes | None) -> Any:
         return json.loads(body) if body else None
     except (ValueError, RecursionError):
         return body
+
+
+def without_call_ids(messages: Any) -> Any:
+    """``messages`` with tool-call ids left out (``tool_calls[].id``, ``tool_call_id``).
+
+    Ids are the server's labels for calls (Ollama sends them since 0.12.10, OpenAI always),
+    different on every recording: what a request means does not depend on them, so neither
+    a fingerprint nor a request match reads them. Anything that is not a list of message
+    objects comes back as it is.
+    """
+    if not isinstance(messages, list):
+        return messages
+    kept = []
+    for message in messages:
+        if isinstance(message, dict) and ("tool_call_id" in message or "tool_calls" in message):
+            message = {k: v for k, v in message.items() if k != "tool_call_id"}
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                message["tool_calls"] = [
+                    {k: v for k, v in c.items() if k != "id"} if isinstance(c, dict) else c
+                    for c in calls
+                ]
+        kept.append(message)
+    return kept
+
+
+def request_meaning(body: str | bytes | None) -> Any:
+    """What a request body means, for matching: parsed JSON (key order and spacing do not
+    matter) without tool-call ids; text that is not JSON stays text."""
+    parsed = parsed_body(body)
+    if isinstance(parsed, dict) and "messages" in parsed:
+        return {**parsed, "messages": without_call_ids(parsed["messages"])}
+    return parsed

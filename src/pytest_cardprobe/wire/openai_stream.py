@@ -5,14 +5,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from pytest_cardprobe.types import ChatReply, ToolCall
 from pytest_cardprobe.wire.calls import decode_arguments
 from pytest_cardprobe.wire.errors import InfraError
 
+# What a chunk may carry about the whole reply; the last chunk carrying each one wins.
+_KEPT = ("usage", "timings", "system_fingerprint")
+# Kept at the top of ``raw`` too, where a whole reply's body has it.
+_TOP = ("system_fingerprint",)
+
 
 def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
-    """Assemble an SSE stream, joining argument fragments per tool-call index."""
+    """Assemble an SSE stream, joining argument fragments per tool-call index.
+
+    A chunk may carry no choice at all (``choices: []``: the usage chunk OpenAI sends last,
+    and Ollama's ``/v1`` since 0.32.6) or a finish reason beside an empty delta; the
+    server's figures (``usage``, llama-server's ``timings``) and ``system_fingerprint`` are
+    kept from whichever chunk carries them, as ``raw["final"]``, where ``server_figures``
+    reads a stream's figures.
+    """
     content: list[str] = []
     thinking: list[str] = []
     names: dict[int, str] = {}
@@ -21,6 +34,7 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
     finish: str | None = None
     chunks = 0
     done = False
+    final: dict[str, Any] = {}
     for line in lines:
         if line.startswith("error:"):
             # llama-server reports a failure after the stream started as an `error:` event.
@@ -40,6 +54,7 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
         chunks += 1
         if "error" in chunk:
             raise InfraError(f"error inside stream after {chunks - 1} events: {chunk['error']}")
+        final.update((k, chunk[k]) for k in _KEPT if chunk.get(k) is not None)
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             content.append(delta.get("content") or "")
@@ -73,5 +88,12 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
         thinking="".join(thinking),
         tool_calls=tuple(calls),
         finish_reason=finish,
-        raw={"chunks": chunks},
+        raw={"chunks": chunks, **_whole(final)},
     )
+
+
+def _whole(final: dict[str, Any]) -> dict[str, Any]:
+    """What ``raw`` holds beside the chunk count: nothing when no chunk said anything."""
+    if not final:
+        return {}
+    return {"final": final, **{k: v for k, v in final.items() if k in _TOP}}

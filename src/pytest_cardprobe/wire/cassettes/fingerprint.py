@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_cardprobe.files import shown
 from pytest_cardprobe.types import ChatRequest
+from pytest_cardprobe.wire.body import without_call_ids
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY
 from pytest_cardprobe.wire.errors import StaleCassette
 from pytest_cardprobe.wire.redact import redact_fields
@@ -29,9 +30,12 @@ def fingerprint(
     ``tools_label`` names the tools part: call suites say ``tools`` (their declared tool
     list); card suites keep ``tool declaration``, which their recorded cassettes carry.
     Redacted fields are hashed as redacted: a hash of a short secret is a secret too.
+    Tool-call ids in the messages are left out: they are the server's labels, other on every
+    recording, and say nothing about what was asked.
     """
-    system = [m for m in request.messages if m.get("role") == "system"]
-    rest = [m for m in request.messages if m.get("role") != "system"]
+    messages = without_call_ids(request.messages)
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
     parts = {
         "model": request.model,
         "system prompt": _digest(system),

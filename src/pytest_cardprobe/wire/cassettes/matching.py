@@ -1,7 +1,9 @@
 """Which recorded interaction answers a request: vcrpy's matching, done without vcrpy.
 
 A request is answered by the first unplayed interaction with its method, path and body;
-the body matches as the same text (the fast path: no parsing) or as the same JSON. Each
+the body matches as the same text (the fast path: no parsing) or as the same JSON meaning:
+key order and spacing aside, and tool-call ids aside (the server's labels, other on every
+recording, see ``wire.body.request_meaning``). Each
 interaction is served at most once; anything else is a stale cassette, named by what
 changed.
 """
@@ -9,12 +11,12 @@ changed.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.files import shown
-from pytest_cardprobe.wire.body import parsed_body
+from pytest_cardprobe.wire.body import request_meaning
 from pytest_cardprobe.wire.cassettes.fingerprint import Prints, check_fingerprint
 from pytest_cardprobe.wire.errors import StaleCassette
 from pytest_cardprobe.wire.redact import redact_fields
@@ -63,7 +65,9 @@ class CassettePlayer:
         self._loose: set[int] = set()
         self._prints_checked = False
 
-    def _matches(self, index: int, method: str, path: str, content: str) -> bool:
+    def _matches(
+        self, index: int, method: str, path: str, content: str, meaning: Callable[[], Any]
+    ) -> bool:
         recorded = self.interactions[index]["request"]
         if str(recorded.get("method", "")).upper() != method:
             return False
@@ -73,9 +77,8 @@ class CassettePlayer:
         if raw == content:
             return True  # the same text: the same JSON, without parsing either
         if index not in self._bodies:
-            self._bodies[index] = parsed_body(raw)
-        # Redacted as it was when recorded, so a secret a hook adds still matches.
-        if self._bodies[index] == redact_fields(parsed_body(content), self.redact):
+            self._bodies[index] = request_meaning(raw)
+        if self._bodies[index] == meaning():
             self._loose.add(index)
             return True
         return False
@@ -88,8 +91,17 @@ class CassettePlayer:
         spacing, or fields the recording redacted) may differ inside a redacted field, which
         only the fingerprint sees: the fingerprint is then checked, once per cassette.
         """
+        asked: list[Any] = []
+
+        def meaning() -> Any:
+            # Parsed once per request, and only when no recorded body is the same text;
+            # redacted as the recording was, so a secret a hook adds still matches.
+            if not asked:
+                asked.append(redact_fields(request_meaning(content), self.redact))
+            return asked[0]
+
         count = len(self.interactions)
-        matching = [i for i in range(count) if self._matches(i, method, path, content)]
+        matching = [i for i in range(count) if self._matches(i, method, path, content, meaning)]
         for index in matching:
             if not self.played[index]:
                 if index in self._loose and self.prints is not None and not self._prints_checked:
@@ -126,8 +138,8 @@ class CassettePlayer:
                 why += f" (recorded {want[0]} {want[1]}, asked {method} {path})"
             else:
                 diff = first_difference(
-                    redact_fields(parsed_body(content), self.redact),
-                    parsed_body(recorded.get("body")),
+                    redact_fields(request_meaning(content), self.redact),
+                    request_meaning(recorded.get("body")),
                 )
                 why += f" ({diff[:200]})"
         where = shown(self.path)
