@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from pytest_cardprobe.types import ChatReply, ChatRequest
@@ -22,7 +22,7 @@ from pytest_cardprobe.wire.errors import InfraError, Unreachable, classify_http_
 from pytest_cardprobe.wire.jsonread import load_json
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
-from pytest_cardprobe.wire.redact import redact_url
+from pytest_cardprobe.wire.redact import REDACTED, redact_headers, redact_url
 from pytest_cardprobe.wire.shapes import check_reply
 
 if TYPE_CHECKING:
@@ -31,9 +31,13 @@ if TYPE_CHECKING:
 APIS = ("ollama", "openai")
 
 
-@dataclass
+@dataclass(repr=False)
 class ClientSettings:
-    """How to reach the server and how patient to be."""
+    """How to reach the server and how patient to be.
+
+    Its ``repr`` (what a traceback or a debugger shows) carries no credential: the URL goes
+    through ``redact_url``, the API key and header values are redacted.
+    """
 
     base_url: str
     api: str = "ollama"
@@ -45,9 +49,19 @@ class ClientSettings:
     api_key: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        shown: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["base_url"] = redact_url(self.base_url)
+        shown["api_key"] = REDACTED if self.api_key else None
+        shown["headers"] = redact_headers(self.headers)
+        return f"ClientSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
 
 class ChatClient:
     """One connection pool per session; ``chat`` is the only call tests make."""
+
+    def __repr__(self) -> str:
+        return f"<ChatClient {self.settings.api} {self.shown_url}>"
 
     def __init__(
         self,
@@ -88,7 +102,8 @@ class ChatClient:
                 params=httpx.QueryParams(query) if query else None,
                 timeout=httpx.Timeout(s.timeout, connect=min(CONNECT_TIMEOUT_S, s.timeout)),
                 headers=headers,
-                transport=deadline_transport(self._deadline, base),
+                # Only the scheme and host matter there (for a proxy); no credential.
+                transport=deadline_transport(self._deadline, redact_url(base)),
             )
         return self._client
 

@@ -8,7 +8,7 @@ through these in their ``repr``, so a traceback or a log line never carries a cr
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Query parameters that carry credentials (``?key=``, ``api_key``, ``access_token``, ``sig``).
@@ -52,3 +52,13 @@ def redact_fields(value: Any, fields: Sequence[str]) -> Any:
         return item
 
     return walk(value)
+
+
+# Header values that never carry a credential; every other value is shown redacted (deny by
+# default, as a recording keeps only what replay needs: credentials come under too many names).
+_PLAIN_HEADERS = frozenset({"accept", "content-type", "user-agent"})
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` as they may be shown: names kept, values redacted unless plainly harmless."""
+    return {k: v if k.lower() in _PLAIN_HEADERS else REDACTED for k, v in headers.items()}
