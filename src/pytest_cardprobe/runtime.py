@@ -397,7 +397,9 @@ class Runtime:
             lambda: fingerprint(request, tools_label=label, redact=s.redact_fields)
         )
         identity: dict[str, str] = {}
-        if self.backend.records(path, prints):
+        # The request each sample starts with, for record mode stale to match as replay would.
+        first = lambda: self.client_for(server).wire_request(request)  # noqa: E731
+        if self.backend.records(path, prints, first, samples):
             result.server = redact_url(server)  # shown in reports: no credentials
             # Both happen before the cassette opens, so neither is recorded.
             identity = dict(self.identity(server, probe.model))

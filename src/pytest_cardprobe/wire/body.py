@@ -16,6 +16,11 @@ from typing import Any
 # stale replay some tests and record others through one client).
 Player = Callable[[str, str, str], tuple[int, bytes, Any] | None]
 
+# The request a test's samples start with, as the wire carries it: (method, path, body text).
+# Computed only when asked for: only record mode ``stale`` needs it, to tell whether replay
+# would match the recording.
+FirstRequest = Callable[[], tuple[str, str, str]]
+
 
 _BODY = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 

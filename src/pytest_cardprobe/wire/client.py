@@ -152,6 +152,12 @@ class ChatClient:
             return openai.PATH, openai.openai_body(request, stream=s.stream)
         return ollama.PATH, ollama.ollama_body(request, stream=s.stream, keep_alive=s.keep_alive)
 
+    def wire_request(self, request: ChatRequest) -> tuple[str, str, str]:
+        """``request`` as the wire carries it: method, path and body text (what a replay
+        player is handed and what a recording's body is compared with)."""
+        path, body = self.payload(request)
+        return "POST", path, json_body(body)
+
     def chat(self, request: ChatRequest) -> ChatReply:
         """Ask once; retry infra failures a bounded number of times with backoff.
 

@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB
-from pytest_cardprobe.wire.body import Player
-from pytest_cardprobe.wire.cassettes.fingerprint import Prints, check_fingerprint
+from pytest_cardprobe.wire.body import FirstRequest, Player
+from pytest_cardprobe.wire.cassettes.fingerprint import Prints
 from pytest_cardprobe.wire.cassettes.format import Recording
-from pytest_cardprobe.wire.cassettes.reading import read_cassette
 from pytest_cardprobe.wire.cassettes.record import Record
 from pytest_cardprobe.wire.cassettes.replay import Replay
-from pytest_cardprobe.wire.errors import CassetteProblem
 
 RECORD_MODES = ("none", "once", "stale", "rewrite")
 
@@ -22,10 +20,10 @@ RECORD_MODES = ("none", "once", "stale", "rewrite")
 class RecordMissing:
     """Record modes ``once`` and ``stale``: record what needs it, replay the rest.
 
-    ``once`` records tests that have no cassette; ``stale`` also those whose cassette is
-    stale or unreadable. The client's player switches per test: a replayed test is
-    answered from its cassette and nothing leaves the machine; a recorded one goes to the
-    server through vcrpy.
+    ``once`` records tests that have no cassette; ``stale`` also those whose replay would
+    fail as stale or corrupt, whatever made it so. The client's player switches per test:
+    a replayed test is answered from its cassette and nothing leaves the machine; a
+    recorded one goes to the server through vcrpy.
     """
 
     live = True
@@ -36,6 +34,9 @@ class RecordMissing:
         self.mode = mode
         self._replay = Replay(max_bytes, redact)
         self._record = Record(redact)
+        # What records() said per cassette, for the open() that follows it: open has no
+        # request to match, and the cassette is not read twice to decide.
+        self._decided: dict[Path, bool] = {}
 
     def player(self) -> Player:
         """Answers from the open cassette while a test replays; None sends it to the server."""
@@ -49,26 +50,40 @@ class RecordMissing:
             return None
         return self._replay.play(method, path, content)
 
-    def records(self, path: Path, fingerprint: Prints | None) -> bool:
-        """True when this mode records the test whose cassette is ``path``."""
+    def records(
+        self,
+        path: Path,
+        fingerprint: Prints | None,
+        first: FirstRequest | None = None,
+        samples: int = 1,
+    ) -> bool:
+        """True when this mode records the test whose cassette is ``path``.
+
+        ``once``: exactly the tests without a cassette. ``stale``: also every test whose
+        replay would fail as stale or corrupt, decided by replay's own rules
+        (:meth:`Replay.problem`: the same checks, the same body match for the request
+        ``first`` gives), never by a second rule such as the fingerprint alone.
+        """
         if not path.exists():
-            return True
-        if self.mode != "stale":
-            return False
-        try:
-            data = read_cassette(path)
-            if fingerprint is not None:
-                check_fingerprint(path, data, fingerprint())
-        except CassetteProblem:
-            return True
-        return False
+            decided = True
+        elif self.mode != "stale":
+            decided = False
+        else:
+            decided = self._replay.problem(path, fingerprint, first, samples) is not None
+        self._decided[path] = decided
+        return decided
 
     @contextlib.contextmanager
     def open(
         self, path: Path, *, fingerprint: Prints | None, rerecord_hint: str
     ) -> Iterator[Recording]:
-        """Record ``path`` when the mode says so, else replay it."""
-        backend: Replay | Record = self._record if self.records(path, fingerprint) else self._replay
+        """Record ``path`` when the mode says so (as :meth:`records` said just before, when
+        it was asked), else replay it."""
+        decided = self._decided.pop(path, None)
+        if decided is None:
+            decided = self.records(path, fingerprint)
+            del self._decided[path]
+        backend: Replay | Record = self._record if decided else self._replay
         with backend.open(path, fingerprint=fingerprint, rerecord_hint=rerecord_hint) as rec:
             yield rec
 

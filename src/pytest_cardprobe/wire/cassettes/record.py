@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.wire.body import parsed_body
+from pytest_cardprobe.wire.body import FirstRequest, parsed_body
 from pytest_cardprobe.wire.cassettes.fingerprint import Prints
 from pytest_cardprobe.wire.cassettes.format import (
     FORMAT,
@@ -82,7 +82,13 @@ class Record:
     def __init__(self, redact: Sequence[str] = ()) -> None:
         self.redact = tuple(redact)
 
-    def records(self, path: Path, fingerprint: Prints | None) -> bool:
+    def records(
+        self,
+        path: Path,
+        fingerprint: Prints | None,
+        first: FirstRequest | None = None,
+        samples: int = 1,
+    ) -> bool:
         """Every test is recorded."""
         return True
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB
-from pytest_cardprobe.wire.body import Player
+from pytest_cardprobe.wire.body import FirstRequest, Player
 from pytest_cardprobe.wire.cassettes.fingerprint import Prints, check_fingerprint, recorded_prints
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, Recording
 from pytest_cardprobe.wire.cassettes.matching import CassettePlayer
@@ -40,9 +40,62 @@ class Replay:
         self.max_bytes = max_bytes
         self.redact = tuple(redact)
 
-    def records(self, path: Path, fingerprint: Prints | None) -> bool:
+    def records(
+        self,
+        path: Path,
+        fingerprint: Prints | None,
+        first: FirstRequest | None = None,
+        samples: int = 1,
+    ) -> bool:
         """Replay never records."""
         return False
+
+    def _checked(
+        self, path: Path, fingerprint: Prints | None, hint: str
+    ) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+        """The cassette's data, checked replies and metadata, or the problem that stops
+        its replay before any request (see :meth:`open`)."""
+        data, replies = checked_cassette(path, hint, self.max_bytes)
+        meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
+        try:
+            if fingerprint is not None:
+                if not data["interactions"] or meta.get("unsupported"):
+                    check_fingerprint(path, data, fingerprint())
+                elif not recorded_prints(data):
+                    check_fingerprint(path, data, {})  # refused: it has no fingerprint
+        except StaleCassette as exc:
+            raise StaleCassette(f"{exc}; re-record with: {hint}") from None
+        return data, replies, meta
+
+    def problem(
+        self,
+        path: Path,
+        fingerprint: Prints | None,
+        first: FirstRequest | None = None,
+        samples: int = 1,
+    ) -> CassetteProblem | None:
+        """Why replaying the test at ``path`` would fail, decided as :meth:`open` and
+        :meth:`play` decide it; None when it would replay.
+
+        ``first`` gives the request each of the test's ``samples`` starts with, as the wire
+        carries it; each is matched against the recording as replay would match it, so a
+        cassette is stale here for whatever makes it stale there: the fingerprint, a request
+        option outside it (``keep_alive``, ``stream``), another model, or fewer recorded
+        samples than asked. A later request of a sample (a tool loop's next turn, the retry
+        channel's second call) depends on the reply before it and is not foreseen.
+        """
+        try:
+            data, replies, meta = self._checked(path, fingerprint, "-")
+            if first is None or meta.get("unsupported"):
+                return None  # nothing will be asked (answered from the metadata), or unknown
+            player = CassettePlayer(path, data, "-", self.redact, fingerprint, replies)
+            method, wire_path, body = first()
+            for _ in range(samples):
+                if player.response_for(method.upper(), wire_path, body) is None:
+                    return player.mismatch(method.upper(), wire_path, body)
+        except CassetteProblem as exc:
+            return exc
+        return None
 
     def player(self) -> Player:
         """What the replay client sends its requests to instead of a network."""
@@ -86,16 +139,7 @@ class Replay:
         fingerprint is refused up front.
         """
         rec = Recording(path=path, live=False)
-        data, replies = checked_cassette(path, rerecord_hint, self.max_bytes)
-        meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
-        try:
-            if fingerprint is not None:
-                if not data["interactions"] or meta.get("unsupported"):
-                    check_fingerprint(path, data, fingerprint())
-                elif not recorded_prints(data):
-                    check_fingerprint(path, data, {})  # refused: it has no fingerprint
-        except StaleCassette as exc:
-            raise StaleCassette(f"{exc}; re-record with: {rerecord_hint}") from None
+        data, replies, meta = self._checked(path, fingerprint, rerecord_hint)
         rec.metadata = dict(meta)
         rec.samples = len(data["interactions"])
         player = CassettePlayer(path, data, rerecord_hint, self.redact, fingerprint, replies)
