@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 _NS = 1e9
@@ -21,8 +22,15 @@ def server_figures(raw: dict[str, Any]) -> dict[str, float]:
     figures: dict[str, float] = {}
 
     def put(key: str, value: Any, scale: float = 1.0) -> None:
+        # A number a float cannot hold (an int of 400 digits) is no figure: skipped, so the
+        # arithmetic here and at the session's end never meets an overflow or an infinity.
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            figures[key] = value / scale
+            try:
+                scaled = value / scale
+            except OverflowError:
+                return
+            if math.isfinite(scaled):
+                figures[key] = scaled
 
     put("prompt_tokens", body.get("prompt_eval_count"))
     put("generated_tokens", body.get("eval_count"))
@@ -41,5 +49,7 @@ def server_figures(raw: dict[str, Any]) -> dict[str, float]:
         put("prompt_s", timings.get("prompt_ms"), _MS)
         put("generate_s", timings.get("predicted_ms"), _MS)
         if "prompt_s" in figures and "generate_s" in figures:
-            figures["total_s"] = figures["prompt_s"] + figures["generate_s"]
+            total = figures["prompt_s"] + figures["generate_s"]
+            if math.isfinite(total):
+                figures["total_s"] = total
     return figures
