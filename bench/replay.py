@@ -143,7 +143,7 @@ def probes_and_runtime(project: Path, models: list[str]) -> tuple[list[Any], Any
     from pytest_cardprobe.run.settings import Settings
     from pytest_cardprobe.suite.loader import load_suite
     from pytest_cardprobe.suite.matrix import expand
-    from pytest_cardprobe.wire.cassettes import Replay
+    from pytest_cardprobe.wire.cassettes.replay import Replay
 
     suites = [load_suite(p) for p in sorted((project / "cases").glob("*.yaml"))]
     probes = [p for suite in suites for p in expand(suite, models)]
@@ -158,8 +158,9 @@ def write_cassettes(project: Path, models: list[str], samples: int) -> dict[str,
 
     from pytest_cardprobe.files import write_atomically
     from pytest_cardprobe.suite.request import build_request
-    from pytest_cardprobe.wire import cassettes
-    from pytest_cardprobe.wire.client import json_body
+    from pytest_cardprobe.wire.body import json_body
+    from pytest_cardprobe.wire.cassettes import fingerprint as prints
+    from pytest_cardprobe.wire.cassettes import format as cassettes
 
     probes, runtime = probes_and_runtime(project, models)
     headers = {"content-type": ["application/json"], "user-agent": [f"httpx/{httpx.__version__}"]}
@@ -178,7 +179,7 @@ def write_cassettes(project: Path, models: list[str], samples: int) -> dict[str,
             sent = {"content-type": ["application/json; charset=utf-8"], "date": [date]}
             reply = {"string": ollama_reply(probe, index, rng, when)}
             responses.append({"status": OK, "headers": sent, "body": reply})
-        meta = {"format": cassettes.FORMAT, "fingerprint": cassettes.fingerprint(request)}
+        meta = {"format": cassettes.FORMAT, "fingerprint": prints.fingerprint(request)}
         recorded = {"requests": requests, "responses": responses}
         text = cassettes.serialize_cassette(
             {**recorded, "metadata": {cassettes.METADATA_KEY: meta}}
@@ -249,8 +250,9 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     from pytest_cardprobe.judge.registry import card_judge
     from pytest_cardprobe.judge.routing import answer_of
     from pytest_cardprobe.suite.request import build_request
-    from pytest_cardprobe.wire.cassettes import fingerprint, read_cassette
-    from pytest_cardprobe.wire.client import json_body
+    from pytest_cardprobe.wire.body import json_body
+    from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
+    from pytest_cardprobe.wire.cassettes.reading import read_cassette
 
     probes, runtime = probes_and_runtime(project, models)
     probes, base = probes[:count], runtime.settings.base_options()

@@ -213,7 +213,7 @@ class SampleRecord:
     # The model's reasoning (message.thinking, reasoning_content or a leading <think> block):
     # kept for reports, never judged.
     thinking: str = ""
-    # The server's own figures (tokens, durations), see wire.client.server_figures.
+    # The server's own figures (tokens, durations), see wire.figures.server_figures.
     figures: dict[str, float] = field(default_factory=dict)
     # Retry channel: the first (prose) attempt that failed to parse and was discarded, as
     # ``{"label", "failure", "route", "reply"}``; the fields above then describe the retry.

@@ -67,3 +67,23 @@ def test_live_with_another_record_mode_is_a_usage_error(recorded: pytest.Pyteste
     result = recorded.runpytest("cases", "--live", "--record-mode", "once")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--live means --record-mode rewrite*"])
+
+
+@pytest.mark.parametrize(
+    ("ini", "flags"),
+    [("cardprobe_keep_alive = 5m\n", ()), ("", ("--stream",))],
+    ids=["keep_alive", "stream"],
+)
+def test_stale_asks_tests_made_stale_by_an_option_outside_the_fingerprint(
+    recorded: pytest.Pytester, ini: str, flags: tuple[str, ...]
+) -> None:
+    # Replay refuses every one of these cassettes (the request body changed); stale must ask
+    # them all again, not only those whose fingerprint changed.
+    recorded.makeini(
+        f"[pytest]\ncardprobe_models = smollm2:135m\ncardprobe_retries = 0\n"
+        f"cardprobe_breaker = 100\n{ini}"
+    )
+    with fault_server() as server:
+        _, data = report(recorded, "--server", server.url, *SLICE, *flags, "--record-mode", "stale")
+    assert len(server.chats) == 8
+    assert {t["status"] for t in data["tests"]} == {"infra"}

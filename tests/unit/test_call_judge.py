@@ -24,7 +24,8 @@ from pytest_cardprobe.suite.calls import (
     parse_matcher,
 )
 from pytest_cardprobe.types import ChatReply, FailureClass, ToolCall
-from pytest_cardprobe.wire.client import parse_ollama_reply, parse_openai_reply
+from pytest_cardprobe.wire.ollama import parse_ollama_reply
+from pytest_cardprobe.wire.openai import parse_openai_reply
 
 
 def tool(

@@ -267,7 +267,7 @@ class TestLoop:
     def runtime(self, client: _ScriptedClient) -> object:
         from pytest_cardprobe.run.runtime import Runtime
         from pytest_cardprobe.run.settings import Settings
-        from pytest_cardprobe.wire.cassettes import backend_for
+        from pytest_cardprobe.wire.cassettes.modes import backend_for
 
         runtime = Runtime(Settings(models=["m"]), backend_for("none"))
         runtime._clients[runtime.server] = client  # type: ignore[assignment]
@@ -303,7 +303,7 @@ class TestLoop:
 
     def test_infra_mid_loop_leaves_the_sample_unscored(self, tmp_path: object) -> None:
         from pytest_cardprobe.suite.request import build_request
-        from pytest_cardprobe.wire.client import InfraError
+        from pytest_cardprobe.wire.errors import InfraError
 
         class Failing(_ScriptedClient):
             def chat(self, request: object) -> ChatReply:

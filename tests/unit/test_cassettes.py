@@ -15,18 +15,15 @@ from vcr.serialize import deserialize
 from vcr.serializers import jsonserializer, yamlserializer
 
 from pytest_cardprobe.types import ChatRequest
-from pytest_cardprobe.wire.cassettes import (
-    CorruptCassette,
-    Recording,
-    Replay,
-    StaleCassette,
-    _LivePersister,
-    dump_cassette,
-    fingerprint,
-    read_cassette,
-    redact_fields,
-)
-from pytest_cardprobe.wire.client import ChatClient, ClientSettings, ModelNotFound, json_body
+from pytest_cardprobe.wire.body import json_body
+from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
+from pytest_cardprobe.wire.cassettes.format import Recording, dump_cassette
+from pytest_cardprobe.wire.cassettes.reading import read_cassette
+from pytest_cardprobe.wire.cassettes.record import _LivePersister
+from pytest_cardprobe.wire.cassettes.replay import Replay
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings
+from pytest_cardprobe.wire.errors import CorruptCassette, ModelNotFound, StaleCassette
+from pytest_cardprobe.wire.redact import redact_fields
 
 SERVER = "http://127.0.0.1:11434"
 # Text a model may well produce that a careless JSON-as-YAML writer would corrupt: a YAML
@@ -148,7 +145,7 @@ def test_replay_does_not_import_httpx(tmp_path: Path) -> None:
         "import sys\n"
         "from pathlib import Path\n"
         "from pytest_cardprobe.types import ChatRequest\n"
-        "from pytest_cardprobe.wire.cassettes import Replay\n"
+        "from pytest_cardprobe.wire.cassettes.replay import Replay\n"
         "from pytest_cardprobe.wire.client import ChatClient, ClientSettings\n"
         "backend = Replay()\n"
         f"client = ChatClient(ClientSettings(base_url={SERVER!r}), player=backend.player())\n"

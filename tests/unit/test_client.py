@@ -20,20 +20,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_cardprobe.types import ChatReply, ChatRequest, ToolCall
-from pytest_cardprobe.wire.client import (
-    ChatClient,
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings
+from pytest_cardprobe.wire.errors import (
     ClientError,
-    ClientSettings,
     InfraError,
     ModelNotFound,
     RequestRejected,
     ToolsUnsupported,
-    model_identity,
-    parse_ollama_reply,
-    parse_ollama_stream,
-    parse_openai_reply,
-    parse_openai_stream,
 )
+from pytest_cardprobe.wire.identity import model_identity
+from pytest_cardprobe.wire.ollama import parse_ollama_reply
+from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
+from pytest_cardprobe.wire.openai import parse_openai_reply
+from pytest_cardprobe.wire.openai_stream import parse_openai_stream
 
 BASE = "http://model-server.test:11434"
 MODEL = "ghost-model:1b"
@@ -377,6 +376,40 @@ def test_an_unlisted_model_elsewhere_is_not_found_naming_what_is_listed(
     client, _ = make_client("openai")
     with pytest.raises(ModelNotFound, match=r"is not listed by GET .*/v1/models \(it lists: "):
         model_identity(client, "missing:7b")
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [("/v1/models", "[]"), ("/v1/models", '{"data": 5}'), ("/v1/models", '{"data": "x"}')],
+    ids=["a-list", "data-a-number", "data-a-string"],
+)
+def test_a_model_listing_of_the_wrong_shape_lists_nothing(
+    make_client: MakeClient, server: respx.MockRouter, path: str, text: str
+) -> None:
+    server.get(path).respond(200, text=text)
+    client, _ = make_client("openai")
+    with pytest.raises(ModelNotFound, match=r"\(it lists: nothing\)"):
+        model_identity(client, "m:1b")
+
+
+@pytest.mark.parametrize("tags", ['{"models": 5}', '{"models": "m"}', "[1, 2]", '{"models": [7]}'])
+def test_tags_of_the_wrong_shape_give_an_identity_without_a_digest(
+    make_client: MakeClient, server: respx.MockRouter, tags: str
+) -> None:
+    server.post("/api/show").respond(200, json={"capabilities": ["completion"]})
+    server.get("/api/tags").respond(200, text=tags)
+    client, _ = make_client("ollama")
+    assert model_identity(client, "m:1b") == {"name": "m:1b"}
+
+
+@pytest.mark.parametrize("text", ['{"capabilities": NaN}', "[" * 100 + "]" * 100, "<html>"])
+def test_server_metadata_that_is_not_json_is_infra(
+    make_client: MakeClient, server: respx.MockRouter, text: str
+) -> None:
+    server.post("/api/show").respond(200, text=text)
+    client, _ = make_client("ollama")
+    with pytest.raises(InfraError, match="POST /api/show answered non-JSON"):
+        model_identity(client, "m:1b")
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
@@ -855,7 +888,8 @@ class TestParseOpenAIStream:
 
 def test_unfinished_ollama_reply_is_infra() -> None:
     """Ollama 0.11.4 can answer 200 with done:false after a repeated token; never judge it."""
-    from pytest_cardprobe.wire.client import InfraError, parse_ollama_reply
+    from pytest_cardprobe.wire.errors import InfraError
+    from pytest_cardprobe.wire.ollama import parse_ollama_reply
 
     body = {"model": "", "created_at": "0001-01-01T00:00:00Z", "message": {}, "done": False}
     with pytest.raises(InfraError, match="done:false"):

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_cardprobe.score.aggregate import ArmScore, percentile
 from pytest_cardprobe.types import ProbeResult, SampleRecord
-from pytest_cardprobe.wire.client import server_figures
+from pytest_cardprobe.wire.figures import server_figures
 
 # Field names and units as the real servers send them (docs/real-servers.md).
 OLLAMA = {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_cardprobe.judge.withhold import ContentGate
-from pytest_cardprobe.wire.client import parse_ollama_stream
+from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 
 TOOL = "render_adaptive_card"
 CALL = '{"name": "render_adaptive_card", "arguments": {"body": [{"type": "TextBlock"}]}}'

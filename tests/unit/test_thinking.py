@@ -10,7 +10,7 @@ from pytest_cardprobe.judge.card import judge_card, truncated_verdict
 from pytest_cardprobe.judge.routing import answer_of, split_reasoning
 from pytest_cardprobe.suite.loader import SuiteError, load_suite
 from pytest_cardprobe.types import ChatReply, ChatRequest, FailureClass
-from pytest_cardprobe.wire.cassettes import check_fingerprint, fingerprint
+from pytest_cardprobe.wire.cassettes.fingerprint import check_fingerprint, fingerprint
 from pytest_cardprobe.wire.client import ChatClient, ClientSettings
 
 CARD = '{"type": "AdaptiveCard", "body": [{"type": "Input.Date", "id": "d"}]}'

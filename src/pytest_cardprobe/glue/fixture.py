@@ -11,7 +11,8 @@ from typing import Any
 from pytest_cardprobe.judge.card import REFERENCE_VOCABULARY, judge_card
 from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Verdict
-from pytest_cardprobe.wire.cassettes import Recording, fixture_cassette_path
+from pytest_cardprobe.wire.cassettes.format import Recording
+from pytest_cardprobe.wire.cassettes.paths import fixture_cassette_path
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pytest_cardprobe.score.outcome import KNOWN, Outcome, outcome_of
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
 from pytest_cardprobe.types import ProbeResult, Verdict
-from pytest_cardprobe.wire.cassettes import CassetteProblem
+from pytest_cardprobe.wire.errors import CassetteProblem
 
 if TYPE_CHECKING:
     from pytest_cardprobe.glue.state import CardprobeState

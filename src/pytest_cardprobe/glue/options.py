@@ -15,7 +15,7 @@ from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
 from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS, THINK_LEVELS
-from pytest_cardprobe.wire.cassettes import RECORD_MODES
+from pytest_cardprobe.wire.cassettes.modes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
 
 # Defaults of the ini keys, read from the classes that own them (each written once).

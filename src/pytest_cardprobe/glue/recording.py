@@ -15,7 +15,10 @@ from pathlib import Path
 from pytest_cardprobe.files import shown
 from pytest_cardprobe.suite.builtin import BUILTIN_SUITES, builtin_suite_path
 from pytest_cardprobe.suite.loader import Suite
-from pytest_cardprobe.wire.cassettes import METADATA_KEY, CassetteProblem, path_part, read_cassette
+from pytest_cardprobe.wire.cassettes.format import METADATA_KEY
+from pytest_cardprobe.wire.cassettes.paths import path_part
+from pytest_cardprobe.wire.cassettes.reading import read_cassette
+from pytest_cardprobe.wire.errors import CassetteProblem
 
 #: How many cassettes of a folder are read at most: enough to find a stranger in a folder
 #: this plugin wrote (every cassette of one recording run names the same file).

@@ -25,7 +25,7 @@ from pytest_cardprobe.score.jsonreport import json_report
 from pytest_cardprobe.score.markdown import markdown
 from pytest_cardprobe.score.outcome import FAILED, FLIP
 from pytest_cardprobe.types import ProbeResult
-from pytest_cardprobe.wire.client import redact_url
+from pytest_cardprobe.wire.redact import redact_url
 
 
 @dataclass(frozen=True)

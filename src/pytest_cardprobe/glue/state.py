@@ -20,7 +20,7 @@ from pytest_cardprobe.score.baseline import Baseline
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.suite.loader import Suite, SuiteLimits
 from pytest_cardprobe.types import ProbeResult
-from pytest_cardprobe.wire.cassettes import backend_for
+from pytest_cardprobe.wire.cassettes.modes import backend_for
 
 
 @dataclass

@@ -23,10 +23,12 @@ from pytest_cardprobe.types import (
     ChatRequest,
     FailureClass,
     SampleRecord,
+    ToolCall,
     Verdict,
     trim,
 )
-from pytest_cardprobe.wire.client import InfraError, server_figures
+from pytest_cardprobe.wire.errors import InfraError
+from pytest_cardprobe.wire.figures import server_figures
 
 TextJudge = Callable[[str], Verdict]
 
@@ -79,9 +81,14 @@ def figures(reply: ChatReply, wall: float | None) -> dict[str, float]:
     return found
 
 
+def call_id(call: ToolCall) -> dict[str, str]:
+    """The server's id of a call, for the shown reply; nothing when it gave none."""
+    return {"id": call.id} if call.id else {}
+
+
 def shown_calls(reply: ChatReply) -> str:
     """A structured reply as the reports show it: its calls as JSON, then any content."""
-    calls = [{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
+    calls = [{**call_id(c), "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
     return f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
         f"\ncontent: {reply.content}" if reply.content else ""
     )

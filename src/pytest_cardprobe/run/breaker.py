@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_cardprobe.wire.client import redact_url
+from pytest_cardprobe.wire.redact import redact_url
 
 
 class Breaker:

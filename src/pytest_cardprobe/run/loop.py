@@ -7,11 +7,11 @@ from dataclasses import replace
 
 from pytest_cardprobe.judge.call import ModelTurn, judge_calls, scripted_result
 from pytest_cardprobe.judge.routing import turn_of
-from pytest_cardprobe.run.asking import Exchange, figures, infra_record
+from pytest_cardprobe.run.asking import Exchange, call_id, figures, infra_record
 from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.types import ChatReply, ChatRequest, Message, SampleRecord, trim
-from pytest_cardprobe.wire.client import InfraError
+from pytest_cardprobe.wire.errors import InfraError
 
 
 def feedback_messages(
@@ -67,7 +67,7 @@ def shown_turn(number: int, turn: ModelTurn, many: bool) -> str:
     """One turn as the reports show it (numbered when the loop had several)."""
     text = turn.content
     if turn.route == "tool_calls":
-        calls = [{"name": c.name, "arguments": c.arguments} for c in turn.calls]
+        calls = [{**call_id(c), "name": c.name, "arguments": c.arguments} for c in turn.calls]
         text = f"tool_calls: {json.dumps(calls, ensure_ascii=False)}" + (
             f"\ncontent: {turn.content}" if turn.content else ""
         )

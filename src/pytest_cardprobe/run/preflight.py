@@ -10,14 +10,9 @@ import pytest
 
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.types import escape_control
-from pytest_cardprobe.wire.client import (
-    ChatClient,
-    ClientError,
-    ClientSettings,
-    InfraError,
-    ModelNotFound,
-    model_identity,
-)
+from pytest_cardprobe.wire.client import ChatClient, ClientSettings
+from pytest_cardprobe.wire.errors import ClientError, InfraError, ModelNotFound
+from pytest_cardprobe.wire.identity import model_identity
 
 PREFLIGHT_TIMEOUT = 10.0
 

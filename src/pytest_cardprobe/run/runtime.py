@@ -25,23 +25,21 @@ from pytest_cardprobe.suite.loader import Suite
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord
-from pytest_cardprobe.wire.cassettes import (
-    Backend,
-    Recording,
-    cassette_path,
-    fingerprint,
-    recorded_model,
-)
-from pytest_cardprobe.wire.client import (
-    ChatClient,
+from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
+from pytest_cardprobe.wire.cassettes.format import Recording
+from pytest_cardprobe.wire.cassettes.modes import Backend
+from pytest_cardprobe.wire.cassettes.paths import cassette_path
+from pytest_cardprobe.wire.cassettes.reading import recorded_model
+from pytest_cardprobe.wire.client import ChatClient
+from pytest_cardprobe.wire.errors import (
     ClientError,
     InfraError,
     ModelNotFound,
     RequestRejected,
     Unsupported,
-    model_identity,
-    redact_url,
 )
+from pytest_cardprobe.wire.identity import model_identity
+from pytest_cardprobe.wire.redact import redact_url
 from pytest_cardprobe.wire.slots import server_slot
 
 
@@ -262,7 +260,9 @@ class Runtime:
             lambda: fingerprint(request, tools_label=label, redact=s.redact_fields)
         )
         identity: dict[str, str] = {}
-        if self.backend.records(path, prints):
+        # The request each sample starts with, for record mode stale to match as replay would.
+        first = lambda: self.client_for(server).wire_request(request)  # noqa: E731
+        if self.backend.records(path, prints, first, samples):
             result.server = redact_url(server)  # shown in reports: no credentials
             # Both happen before the cassette opens, so neither is recorded.
             identity = dict(self.identity(server, probe.model))

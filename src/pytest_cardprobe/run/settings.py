@@ -30,7 +30,7 @@ class Settings:
     models: list[str]
     #: Built-in suites added to the run (names from ``--cardprobe-suite`` / ``cardprobe_suites``).
     suites: list[str] = field(default_factory=list)
-    # none (replay only), once, stale or rewrite (--live); see wire/cassettes.py.
+    # none (replay only), once, stale or rewrite (--live); see wire/cassettes/modes.py.
     record_mode: str = "none"
     api: str = _WIRE.api
     servers: list[str] = field(default_factory=lambda: [DEFAULT_SERVER])

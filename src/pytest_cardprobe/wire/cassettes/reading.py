@@ -1,0 +1,200 @@
+"""Reading a cassette file into checked data, or a :class:`CassetteProblem` naming the file.
+
+Beyond vcrpy's fields, each recorded 2xx chat reply must have the shape of the API it came
+from (``wire.shapes``), so the judge never gives a verdict on bytes no server sent; that
+check parses a whole reply once and hands the JSON on, so replay does not parse it again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, FileRefused, read_capped, shown
+from pytest_cardprobe.wire.body import parsed_body
+from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, VCR_VERSION
+from pytest_cardprobe.wire.errors import CassetteProblem, CorruptCassette, NotRecorded
+from pytest_cardprobe.wire.jsonread import MAX_JSON_DEPTH, too_deep
+from pytest_cardprobe.wire.shapes import CHAT_PATHS, check_reply
+
+
+def _load(text: str) -> Any:
+    """A cassette's data: JSON when it is (what this plugin writes), else YAML."""
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # YAML's flow style but not JSON: the YAML reader decides, naming the line
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)
+
+
+def read_cassette(
+    path: Path, hint: str = "pytest --live", max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+) -> dict[str, Any]:
+    """Read and check one cassette file; raise :class:`CassetteProblem` with the file named."""
+    return checked_cassette(path, hint, max_bytes)[0]
+
+
+def checked_cassette(
+    path: Path, hint: str = "pytest --live", max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+) -> tuple[dict[str, Any], list[Any]]:
+    """:func:`read_cassette`, and each interaction's reply JSON as checked (None for a stream
+    or an error status), so that replay does not parse a reply twice."""
+    try:
+        text = read_capped(path, max_bytes).decode("utf-8")
+    except FileNotFoundError:
+        raise NotRecorded(
+            f"not recorded — run with --live to record it: {hint} (no cassette {shown(path)})"
+        ) from None
+    except FileRefused as exc:
+        raise CorruptCassette(f"corrupt cassette {shown(path)}: the cassette {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            f"re-record it: {hint}"
+        ) from None
+    except OSError as exc:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: cannot read it ({exc.strerror or exc})"
+        ) from None
+    try:
+        data = _load(text)
+    except RecursionError:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: nested too deeply; re-record it: {hint}"
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}:{where} not valid YAML; re-record it: {hint}"
+        ) from None
+    if not isinstance(data, dict):
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: not a vcrpy cassette (a mapping with "
+            f"interactions); re-record it: {hint}"
+        )
+    version = data.get("version")
+    if version != VCR_VERSION:
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: unknown vcrpy cassette version {version!r} "
+            f"(this plugin reads version {VCR_VERSION}); re-record it: {hint}"
+        )
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, dict) or not isinstance(metadata.get(METADATA_KEY) or {}, dict):
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: its metadata is not a mapping with a "
+            f"{METADATA_KEY} mapping; re-record it: {hint}"
+        )
+    interactions = data.get("interactions")
+    if not isinstance(interactions, list):
+        raise CorruptCassette(
+            f"corrupt cassette {shown(path)}: no list of request/response interactions; "
+            f"re-record it: {hint}"
+        )
+    replies = []
+    for index, interaction in enumerate(interactions):
+        problem, reply = _interaction_problem(interaction)
+        if problem:
+            raise CorruptCassette(
+                f"corrupt cassette {shown(path)}: interaction {index + 1}: {problem}; "
+                f"re-record it: {hint}"
+            )
+        replies.append(reply)
+    return data, replies
+
+
+def _interaction_problem(interaction: Any) -> tuple[str | None, Any]:
+    """What is wrong with one recorded interaction for replay to serve it (None when
+    nothing is), and the JSON of its reply when that is a whole 2xx chat reply.
+
+    Beyond the fields replay needs, the recorded reply must have the shape of the API it
+    came from, so the judge never gives a verdict on bytes no server sent.
+    """
+    problem = _shape_problem(interaction)
+    if problem:
+        return problem, None
+    request, response = interaction["request"], interaction["response"]
+    code, raw = response["status"]["code"], response["body"]["string"]
+    api = CHAT_PATHS.get(urllib.parse.urlsplit(request["uri"]).path)
+    if api is None or not 200 <= code < 300:
+        return None, None
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8")  # _shape_problem made sure it is UTF-8
+    return check_reply(api, _asked_to_stream(request.get("body")), raw)
+
+
+def _shape_problem(interaction: Any) -> str | None:
+    """What is wrong with the fields of one interaction, whatever API recorded it."""
+    if not isinstance(interaction, dict):
+        return "not a mapping"
+    request, response = interaction.get("request"), interaction.get("response")
+    if not isinstance(request, dict) or not all(
+        isinstance(request.get(k), str) for k in ("method", "uri")
+    ):
+        return "request needs a method and a uri"
+    sent = request.get("body")
+    if sent is not None and not isinstance(sent, (str, bytes)):
+        return f"request body is {type(sent).__name__}, not text"
+    if not isinstance(response, dict):
+        return "response is not a mapping"
+    status = response.get("status")
+    if not isinstance(status, dict) or not isinstance(status.get("code"), int):
+        return "response has no status code"
+    body = response.get("body")
+    if not isinstance(body, dict) or not isinstance(body.get("string"), (str, bytes)):
+        return "response has no body string"
+    headers = response.get("headers") or {}
+    if not isinstance(headers, dict):
+        return "response headers are not a mapping"
+    for name, values in headers.items():
+        listed = values if isinstance(values, list) else [values]
+        if not isinstance(name, str) or not all(isinstance(v, str) for v in listed):
+            return f"response header {name!r} is not text"
+        if name.lower() == "content-encoding" and any(v.strip() != "identity" for v in listed):
+            # Recording stores bodies decoded; a compression header on one would make the
+            # client try to unzip plain text.
+            return f"response header content-encoding: {', '.join(listed)} on a stored body"
+    raw = body["string"]
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return f"response body is not UTF-8 ({exc.reason} at byte {exc.start})"
+    code = status["code"]
+    if not 100 <= code <= 599:
+        return f"response status {code} is not an HTTP status"
+    if too_deep(raw):
+        return f"response body is JSON nested more than {MAX_JSON_DEPTH} levels deep"
+    return None
+
+
+# In JSON text a quote inside a string is escaped, so an unescaped "stream" followed by a
+# colon can only be a key. A body without this match (and without \u escapes, which could
+# spell the key otherwise) has no "stream": true and need not be parsed: the request is
+# most of a cassette's bytes.
+_STREAM_TRUE = re.compile(r'"stream"\s*:\s*true')
+
+
+def _asked_to_stream(body: Any) -> bool:
+    """True when a recorded request body asked for a streamed reply (``"stream": true``)."""
+    if isinstance(body, str) and "\\u" not in body and not _STREAM_TRUE.search(body):
+        return False
+    sent = parsed_body(body)
+    return isinstance(sent, dict) and sent.get("stream") is True
+
+
+def recorded_model(path: Path) -> dict[str, str]:
+    """The model identity an existing cassette was recorded with (empty when unknown)."""
+    try:
+        data = read_cassette(path)
+    except CassetteProblem:
+        return {}
+    model = ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("model")
+    return {str(k): str(v) for k, v in model.items()} if isinstance(model, dict) else {}

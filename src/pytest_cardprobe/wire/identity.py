@@ -1,0 +1,76 @@
+"""What a server says a model is: Ollama's digest, or the OpenAI-compatible model id.
+
+Asked before a recording (the preflight and the live runtime), never during replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_cardprobe.wire.client import ChatClient
+from pytest_cardprobe.wire.errors import InfraError, ModelNotFound, classify_http_error
+from pytest_cardprobe.wire.jsonread import load_json
+
+
+def _get_json(client: ChatClient, method: str, path: str, body: Any = None) -> Any:
+    """One request for server metadata, under the request deadline; a transport failure or
+    a reply that is not JSON is infra; an error status comes back as the response."""
+    response = client.send(method, path, body)
+    if response.status_code >= 400:
+        return response
+    try:
+        return load_json(response.text)
+    except ValueError as exc:
+        raise InfraError(f"{method} {path} answered non-JSON: {response.text[:120]!r}") from exc
+
+
+def model_identity(client: ChatClient, model: str) -> dict[str, str]:
+    """What the server says ``model`` is: Ollama's digest, or the OpenAI-compatible model id.
+
+    Raises :class:`ModelNotFound` when the server does not have the model and
+    :class:`InfraError` when it cannot be reached.
+    """
+    import httpx
+
+    if client.settings.api == "openai":
+        listed = _get_json(client, "GET", "/v1/models")
+        if isinstance(listed, httpx.Response):
+            raise classify_http_error(listed, model)
+        data = listed.get("data") if isinstance(listed, dict) else None
+        entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+        ids = [str(m.get("id")) for m in entries]
+        if model not in ids and _single_model_llama_server(entries):
+            # llama-server serves its one model whatever name a request gives (checked on
+            # the real server), so the suite's name only keys the cassettes; pin the model
+            # the server really answers with.
+            return {"id": ids[0]}
+        if model not in ids:
+            raise ModelNotFound(
+                f"model {model!r} is not listed by GET {client.shown_url}/v1/models "
+                f"(it lists: {', '.join(ids) or 'nothing'})"
+            )
+        return {"id": model}
+    shown = _get_json(client, "POST", "/api/show", {"model": model})
+    if isinstance(shown, httpx.Response):
+        error = classify_http_error(shown, model)
+        if shown.status_code == 404:
+            raise ModelNotFound(
+                f"model {model!r} not found on {client.shown_url}; "
+                f"fetch it with: ollama pull {model}"
+            )
+        raise error
+    identity = {"name": model}
+    tags = _get_json(client, "GET", "/api/tags")
+    listed = tags.get("models") if isinstance(tags, dict) else None
+    if isinstance(listed, list):
+        wanted = {model, f"{model}:latest"}
+        for entry in listed:
+            if isinstance(entry, dict) and entry.get("name") in wanted and entry.get("digest"):
+                identity["digest"] = str(entry["digest"])
+                break
+    return identity
+
+
+def _single_model_llama_server(entries: list[dict[str, Any]]) -> bool:
+    """A ``/v1/models`` listing from llama-server running one model (no router)."""
+    return len(entries) == 1 and entries[0].get("owned_by") == "llamacpp"

@@ -1,0 +1,146 @@
+"""What a 2xx chat reply must look like before anything reads it, per API and per stream.
+
+A reply is checked against the shape of the API it came from: live, a wrong shape is an
+infra error (the server misbehaved); replayed, the cassette is corrupt. Either way the judge
+never sees garbage and no parser meets a type it did not expect (a ``message`` that is a
+string, a ``content`` that is a number).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_cardprobe.wire.jsonread import load_json
+
+CHAT_PATHS = {"/api/chat": "ollama", "/v1/chat/completions": "openai"}
+
+
+def _type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return "a number"
+    return names.get(type(value), type(value).__name__)
+
+
+def _message_problem(message: Any, where: str, api: str, stream: bool) -> str | None:
+    if not isinstance(message, dict):
+        return f"{where} is {_type(message)}, not an object"
+    for key in ("role", "content", "thinking", "reasoning_content"):
+        value = message.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{where}.{key} is {_type(value)}, not a string"
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        return f"{where}.tool_calls is {_type(calls)}, not a list"
+    for index, call in enumerate(calls):
+        at = f"{where}.tool_calls[{index}]"
+        if not isinstance(call, dict):
+            return f"{at} is {_type(call)}, not an object"
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            return f"{at}.function is {_type(fn)}, not an object"
+        name = fn.get("name")
+        # A streamed OpenAI call sends its name once; later fragments carry only arguments.
+        if not isinstance(name, str) and not (stream and api == "openai" and name is None):
+            return f"{at}.function.name is {_type(name)}, not a string"
+        arguments = fn.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict | str):
+            return f"{at}.function.arguments is {_type(arguments)}, not an object or a string"
+        if stream and api == "openai" and not isinstance(call.get("index", 0), int):
+            return f"{at}.index is {_type(call.get('index'))}, not an integer"
+    return None
+
+
+def _ollama_chunk_problem(chunk: Any, where: str, stream: bool) -> str | None:
+    if not isinstance(chunk, dict):
+        return f"{where} is {_type(chunk)}, not an object"
+    if isinstance(chunk.get("error"), str) and stream:
+        return None  # an error line: the client turns it into infra
+    if "message" not in chunk:
+        return f"{where} has no message"
+    done = chunk.get("done")
+    if done is not None and not isinstance(done, bool):
+        return f"{where}.done is {_type(done)}, not true or false"
+    reason = chunk.get("done_reason")
+    if reason is not None and not isinstance(reason, str):
+        return f"{where}.done_reason is {_type(reason)}, not a string"
+    return _message_problem(chunk["message"], f"{where}.message", "ollama", stream)
+
+
+def _openai_chunk_problem(chunk: Any, where: str, stream: bool) -> str | None:
+    if not isinstance(chunk, dict):
+        return f"{where} is {_type(chunk)}, not an object"
+    if "error" in chunk and stream:
+        return None
+    choices = chunk.get("choices")
+    if not isinstance(choices, list) or (not stream and not choices):
+        return f"{where}.choices is {_type(choices)}, not a non-empty list"
+    part = "delta" if stream else "message"
+    for index, choice in enumerate(choices):
+        at = f"{where}.choices[{index}]"
+        if not isinstance(choice, dict):
+            return f"{at} is {_type(choice)}, not an object"
+        reason = choice.get("finish_reason")
+        if reason is not None and not isinstance(reason, str):
+            return f"{at}.finish_reason is {_type(reason)}, not a string"
+        if part not in choice:
+            if stream:
+                continue  # a closing chunk may carry only finish_reason
+            return f"{at} has no message"
+        problem = _message_problem(choice[part], f"{at}.{part}", "openai", stream)
+        if problem:
+            return problem
+    return None
+
+
+def reply_problem(api: str, stream: bool, text: str) -> str | None:
+    """What is wrong with a 2xx chat reply body for ``api``, or None when it has the shape.
+
+    ``stream`` replies are NDJSON lines (Ollama) or SSE ``data:`` events (OpenAI).
+    """
+    return check_reply(api, stream, text)[0]
+
+
+def check_reply(api: str, stream: bool, text: str) -> tuple[str | None, Any]:
+    """``(problem, body)``: :func:`reply_problem`, and a whole reply's parsed JSON (else None).
+
+    The body comes back so that a checked reply is not parsed a second time.
+    """
+    if not stream:
+        try:
+            body = load_json(text)
+        except ValueError as exc:
+            return f"reply is not JSON: {exc}", None
+        if api == "openai":
+            return _openai_chunk_problem(body, "reply", False), body
+        return _ollama_chunk_problem(body, "reply", False), body
+    return _stream_problem(api, text), None
+
+
+def _stream_problem(api: str, text: str) -> str | None:
+    count = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if api == "openai":
+            if not line.startswith("data:"):
+                continue
+            line = line[5:].strip()
+            if line == "[DONE]":
+                continue
+        elif not line.strip():
+            continue
+        count += 1
+        try:
+            chunk = load_json(line)
+        except ValueError as exc:
+            return f"stream line {number} is not JSON: {exc}"
+        check = _openai_chunk_problem if api == "openai" else _ollama_chunk_problem
+        problem = check(chunk, f"stream line {number}", True)
+        if problem:
+            return problem
+    if not count:
+        return "stream holds no events"
+    return None

@@ -1,0 +1,118 @@
+"""How the client's bytes travel: httpx's own transport, with a deadline under every read.
+
+httpx bounds each read, connect and write on its own, so a server that sends one byte every
+0.2 s never trips a 3 s timeout and keeps a request open for as long as it likes. The
+transport here is httpx's ``HTTPTransport`` (vcrpy records through it as through any other)
+whose network streams cap the timeout of every socket operation by what is left of the
+exchange's deadline, and fail once nothing is left. The deadline is below httpx, so it
+bounds the response head, the body, a stream and a reply vcrpy reads whole while recording.
+
+Connecting has its own bound (``wire.deadline.CONNECT_TIMEOUT_S``) inside the deadline. This module
+imports httpx, so the client imports it only when it first talks to a server.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+import httpx
+
+from pytest_cardprobe.wire.deadline import Deadline
+
+
+class DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every operation ends by the deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream, deadline: Deadline) -> None:
+        self._inner, self._deadline = inner, deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._deadline.cap(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._deadline.cap(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        capped = self._deadline.cap(timeout, httpcore.ConnectTimeout)
+        inner = self._inner.start_tls(ssl_context, server_hostname, capped)
+        return DeadlineStream(inner, self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class DeadlineBackend(httpcore.NetworkBackend):
+    """Opens connections by the deadline and hands out streams bound by it."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, deadline: Deadline) -> None:
+        self._inner, self._deadline = inner, deadline
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        capped = self._deadline.cap(timeout, httpcore.ConnectTimeout)
+        opened = self._inner.connect_tcp(host, port, capped, local_address, socket_options)
+        return DeadlineStream(opened, self._deadline)
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        capped = self._deadline.cap(timeout, httpcore.ConnectTimeout)
+        opened = self._inner.connect_unix_socket(path, capped, socket_options)
+        return DeadlineStream(opened, self._deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context per process (loading the CA bundle costs ~0.15 s per context)."""
+    return httpx.create_ssl_context()
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``,
+    ``ALL_PROXY``, minus ``NO_PROXY``), as httpx would use it without a transport of ours."""
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
+
+
+def deadline_transport(deadline: Deadline, url: str) -> httpx.HTTPTransport:
+    """httpx's transport for ``url`` (through the environment's proxy, if any) whose
+    connections all keep to ``deadline``."""
+    transport = httpx.HTTPTransport(verify=_ssl_context(), proxy=env_proxy(url))
+    # httpx builds its connection pool without a way to pass httpcore's network backend,
+    # so it is wrapped in place; a unit test fails if a new httpx moves these attributes.
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    if inner is None:
+        raise RuntimeError("httpx changed: no network backend to put the request deadline under")
+    pool._network_backend = DeadlineBackend(inner, deadline)  # type: ignore[union-attr]
+    return transport
