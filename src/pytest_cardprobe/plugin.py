@@ -22,10 +22,13 @@ from pytest_cardprobe.glue.items import (
     not_asked,
 )
 from pytest_cardprobe.glue.state import STATE_KEY, CardprobeState, get_state
-from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN, Outcome
+from pytest_cardprobe.glue.transport import (
+    REPORT_ATTR,
+    ResultCollector,
+    XdistHooks,
+    show_against_baseline,
+)
 from pytest_cardprobe.types import ProbeResult, escape_control
-
-REPORT_ATTR = "cardprobe"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -185,26 +188,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=dropped)
         gone = set(map(id, dropped))
         items[:] = [i for i in items if id(i) not in gone]
+    from pytest_cardprobe.glue.schedule import order_probes
+
     order_probes(state, items)
-
-
-def order_probes(state: CardprobeState, items: list[pytest.Item]) -> None:
-    """Put probe tests in run order and give each the server of its lane.
-
-    Probe tests fill the positions probe tests had, so ordinary tests keep their places.
-    """
-    from pytest_cardprobe.glue.schedule import lane_of
-    from pytest_cardprobe.suite.matrix import run_order
-
-    slots = [i for i, item in enumerate(items) if isinstance(item, ProbeItem)]
-    probes: list[ProbeItem] = [items[i] for i in slots]  # type: ignore[misc]
-    order = run_order([p.probe for p in probes], state.settings.models)
-    servers = state.settings.servers
-    lanes = state.lanes
-    for position, (slot, index) in enumerate(zip(slots, order, strict=True)):
-        item = probes[index]
-        items[slot] = item
-        item.server = servers[lane_of(position, len(slots), lanes) % len(servers)]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -309,50 +295,21 @@ def pytest_report_from_serializable(
     return report
 
 
-def show_against_baseline(
-    report: pytest.TestReport, result: ProbeResult, outcome: Outcome | None
-) -> None:
-    """Turn a known failure into xfailed, a gain into XPASS, and mark a flip as one.
-
-    ``outcome`` was decided where the test ran (:meth:`ProbeItem.runtest`).
-    """
-    if outcome is None:
-        return
-    result.outcome = outcome.kind
-    if outcome.kind == KNOWN:
-        # What pytest's own xfail does; the reason stands in for the long failure report.
-        report.outcome, report.longrepr = "skipped", outcome.reason
-        report.wasxfail = outcome.reason
-    elif outcome.kind == GAIN:
-        report.wasxfail = outcome.reason
-    elif outcome.kind == FLIP:
-        report.longrepr = f"{outcome.reason}\n{report.longrepr}"
-
-
-class ResultCollector:
-    """Controller side: collect results from this process's reports or from xdist workers."""
-
-    def __init__(self, state: CardprobeState) -> None:
-        self.state = state
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Keep the result riding on each call report; note failures that carry none."""
-        result = getattr(report, REPORT_ATTR, None)
-        if isinstance(result, ProbeResult) and report.when == "call":
-            self.state.results.append(result)
-        elif report.failed:
-            # A failure that is not model behaviour: a plain test, a setup error, a crash.
-            self.state.other_failures.append(report.nodeid)
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Controller: score, gate, write reports, and fail the run on a regression."""
     config = session.config
     if hasattr(config, "workerinput"):
         return
+    from pytest_cardprobe.glue.internal import internal_report, run_secrets
     from pytest_cardprobe.glue.session import finish
 
-    finish(session, get_state(config))
+    state = get_state(config)
+    try:
+        finish(session, state)
+    except Exception as exc:
+        # A bug at the session end: said in one secret-free report, not an INTERNALERROR dump.
+        state.summary = internal_report(exc, run_secrets(state.settings)).splitlines()
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -372,24 +329,3 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for line in lines:
         # Labels can quote what a model wrote (element types, JSON errors): keep them inert.
         terminalreporter.write_line(escape_control(line))
-
-
-class XdistHooks:
-    """Hooks that only exist when pytest-xdist is installed."""
-
-    def __init__(self, state: CardprobeState) -> None:
-        self.state = state
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """Live runs with xdist's default ``load`` hand out whole lanes (see schedule.py)."""
-        if not self.state.settings.live or config.getvalue("dist") != "load":
-            return None
-        from pytest_cardprobe.glue.schedule import make_lane_scheduler
-
-        return make_lane_scheduler(config, log, self.state.lanes)
-
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """A worker that died is reported and fails the run."""
-        if error:
-            self.state.crashed_workers.append(f"{node.gateway.id}: {error}")

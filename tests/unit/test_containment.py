@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.files import FileRefused, read_capped
+from pytest_cardprobe.jsonread import too_deep
 from pytest_cardprobe.wire.cassettes.paths import cassette_path, path_part
 from pytest_cardprobe.wire.errors import CassetteProblem
-from pytest_cardprobe.wire.jsonread import too_deep
 from pytest_cardprobe.wire.redact import redact_fields, redact_url
 from pytest_cardprobe.wire.shapes import reply_problem
 

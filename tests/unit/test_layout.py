@@ -19,7 +19,7 @@ import pytest
 
 PACKAGE = "pytest_cardprobe"
 SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
-LEAVES = {"types", "files"}
+LEAVES = {"types", "files", "jsonread"}
 STAGES = ("suite", "wire", "judge", "score")
 #: What each part may import besides itself and the leaves.
 ALLOWED: dict[str, set[str]] = {
@@ -205,9 +205,8 @@ def test_no_module_is_bigger_than_the_limit() -> None:
 
 def test_the_package_top_holds_only_the_entry_points_and_the_leaves() -> None:
     top = sorted(p.name for p in SRC.glob("*.py"))
-    assert top == sorted(
-        ["__init__.py", "__main__.py", "plugin.py", "hookspecs.py", "types.py", "files.py"]
-    )
+    entry_points = ["__init__.py", "__main__.py", "plugin.py", "hookspecs.py"]
+    assert top == sorted([*entry_points, *(f"{leaf}.py" for leaf in LEAVES)])
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.wire.cassettes.format import dump_cassette
 from pytest_cardprobe.wire.cassettes.reading import read_cassette
 from pytest_cardprobe.wire.errors import CorruptCassette
 from pytest_cardprobe.wire.figures import server_figures
-from pytest_cardprobe.wire.jsonread import load_json
 from pytest_cardprobe.wire.shapes import check_reply
 
 

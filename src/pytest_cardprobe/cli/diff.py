@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,9 +12,14 @@ if TYPE_CHECKING:
     from pytest_cardprobe.score.gate import Gate
 
 
+#: The largest report diff reads (a report of thousands of tests is a few MB).
+MAX_REPORT_BYTES = 100 * 1024 * 1024
+
+
 def main(argv: Sequence[str]) -> int:
     """Compare two ``--cardprobe-json`` reports; exit 1 when the gate between them fails."""
-    from pytest_cardprobe.files import write_atomically
+    from pytest_cardprobe.files import FileRefused, read_capped, write_atomically
+    from pytest_cardprobe.jsonread import load_json
     from pytest_cardprobe.score.diff import ReportError, compare_runs
     from pytest_cardprobe.score.gate import GateSettings
     from pytest_cardprobe.score.markdown import markdown
@@ -43,8 +47,8 @@ def main(argv: Sequence[str]) -> int:
     docs = []
     for path in (args.old, args.new):
         try:
-            docs.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
+            docs.append(load_json(read_capped(path, MAX_REPORT_BYTES).decode("utf-8")))
+        except (OSError, ValueError, FileRefused) as exc:
             print(f"error: cannot read {path}: {exc}", file=sys.stderr)
             return 2
     floor = args.noise_floor

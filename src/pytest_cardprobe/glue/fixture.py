@@ -8,11 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cardprobe.glue.internal import InternalError, internal_report, run_secrets
 from pytest_cardprobe.judge.card import REFERENCE_VOCABULARY, judge_card
 from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Verdict
 from pytest_cardprobe.wire.cassettes.format import Recording
 from pytest_cardprobe.wire.cassettes.paths import fixture_cassette_path
+from pytest_cardprobe.wire.errors import CassetteProblem
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,25 @@ class Cardprobe:
         ``[]`` means prose is the right answer). With ``tools`` the first declared tool is
         the card tool, and its ``body`` argument is judged.
         """
+        __tracebackhide__ = True
+        try:
+            return self._ask(messages, tools, accept, requires_input, model, options)
+        except (CassetteProblem, ValueError) as exc:
+            raise type(exc)(str(exc)) from None
+        except Exception as exc:
+            # A bug of the plugin: its own report, without our frames' arguments or secrets.
+            report = internal_report(exc, run_secrets(self.runtime.settings))
+            raise InternalError(report) from None
+
+    def _ask(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        accept: Sequence[str] | None,
+        requires_input: bool | None,
+        model: str | None,
+        options: dict[str, Any] | None,
+    ) -> Asked:
         name = model or self.default_model
         if not name:
             raise ValueError("no model: pass model=... or configure --model / cardprobe_models")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_cardprobe.glue.hints import BUILTIN_PREFIX
+from pytest_cardprobe.glue.internal import InternalError, internal_report, run_secrets
 from pytest_cardprobe.score.outcome import KNOWN, Outcome, outcome_of
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
@@ -102,6 +103,8 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
         state.note_suite(suite)
         if state.settings.strict_tools:
             errors.extend(f"{f} (--strict-tools)" for f in tool_lint(suite))
+        probes = list(expand(suite, state.settings.models))
+        errors.extend(f"{path}: {p}" for p in path_problems(state.settings.cassette_dir, probes))
     if found and not state.settings.models:
         errors.append(
             "no model to probe — pass --model NAME (repeatable) or set "
@@ -153,6 +156,29 @@ def same_name(names: dict[str, Path], name: str, path: Path) -> str | None:
     )
 
 
+def _short(name: str, limit: int = 60) -> str:
+    """``name`` quoted for a message, cut to ``limit`` characters."""
+    return repr(name if len(name) <= limit else name[:limit] + "…")
+
+
+def path_problems(root: Path, probes: list[Probe]) -> list[str]:
+    """One line per case (or suite/model) whose cassette path the file system cannot take."""
+    from pytest_cardprobe.wire.cassettes.paths import cassette_path_problem
+
+    found: dict[str, str] = {}
+    for p in probes:
+        why = cassette_path_problem(root, p.suite.name, p.model, p.case.id, p.channel, p.condition)
+        if not why:
+            continue
+        if why.startswith(("the suite name", "the model name")):
+            names = f"suite {_short(p.suite.name)}, model {_short(p.model)}"
+            found.setdefault(why, f"{why} ({names})")
+        else:
+            where = f"cases[id={_short(p.case.id)}] (line {p.case.line})"
+            found.setdefault(p.case.id, f"{where}: {why}")
+    return list(found.values())
+
+
 class ProbeFailed(Exception):
     """A probe that did not pass; carries the result for the failure report."""
 
@@ -200,12 +226,19 @@ class SuiteFile(pytest.File):
                 "cardprobe_models in [tool.pytest.ini_options]"
             )
             return
-        for probe in expand(
-            suite,
-            settings.models,
-            channels=settings.channels or None,
-            conditions=settings.conditions or None,
-        ):
+        probes = list(
+            expand(
+                suite,
+                settings.models,
+                channels=settings.channels or None,
+                conditions=settings.conditions or None,
+            )
+        )
+        problems = path_problems(settings.cassette_dir, probes)
+        if problems:
+            state.collect_errors.extend(f"{self.path}: {p}" for p in problems)
+            return
+        for probe in probes:
             yield ProbeItem.from_parent(self, name=probe.name, probe=probe)
 
 
@@ -221,7 +254,7 @@ class ProbeItem(pytest.Item):
         self.result: ProbeResult | None = None
         # How pytest shows the result against the baseline, decided when the test has run.
         self.shown: Outcome | None = None
-        # Set when the run is ordered (plugin.order_probes): the server of this test's lane.
+        # Set when the run is ordered (glue/schedule.order_probes): the server of this test's lane.
         self.server: str | None = None
 
     def samples(self) -> int:
@@ -245,17 +278,14 @@ class ProbeItem(pytest.Item):
                 text_judge = _text_judge(state.judge_for(probe.suite.judge), probe)
             result = state.runtime.run(probe, self.samples(), self.nodeid, text_judge, self.server)
         except CassetteProblem as exc:
-            self.result = ProbeResult(
-                self.nodeid,
-                probe.suite.name,
-                probe.model,
-                probe.channel,
-                probe.condition,
-                probe.case.id,
-                status="error",
-                message=str(exc),
-            )
+            self.result = self._errored(str(exc))
             raise
+        except Exception as exc:
+            # A bug: reported as one, in the plugin's own words, with no frame arguments
+            # (they hold the server URL and headers) and no secret (glue/internal.py).
+            text = internal_report(exc, run_secrets(state.settings))
+            self.result = self._errored(text.splitlines()[0])
+            raise InternalError(text) from None
         self.result = result
         self.shown = outcome_of(result, state.baseline, self.config.option.runxfail)
         if result.status == "passed":
@@ -264,14 +294,28 @@ class ProbeItem(pytest.Item):
             pytest.skip(f"unsupported: {result.message}")
         raise ProbeFailed(result)
 
+    def _errored(self, message: str) -> ProbeResult:
+        """The result of a test that errored before it had a verdict (counted, never gated)."""
+        probe = self.probe
+        return ProbeResult(
+            self.nodeid,
+            probe.suite.name,
+            probe.model,
+            probe.channel,
+            probe.condition,
+            probe.case.id,
+            status="error",
+            message=message,
+        )
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        """The per-sample report, or the cassette problem, without a traceback."""
+        """The per-sample report, the cassette problem or the internal error; no traceback."""
         if isinstance(excinfo.value, ProbeFailed):
             if self.shown is not None and self.shown.kind == KNOWN:
                 return self.shown.reason  # what the report will show instead (xfailed)
             # Whole replies only when asked for (-vv); the reports always carry them.
             return excinfo.value.result.describe(full=self.config.get_verbosity() >= 2)
-        if isinstance(excinfo.value, CassetteProblem):
+        if isinstance(excinfo.value, CassetteProblem | InternalError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

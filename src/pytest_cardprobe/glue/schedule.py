@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
+
+if TYPE_CHECKING:
+    from pytest_cardprobe.glue.state import CardprobeState
 
 _CHANNEL = "|".join(map(re.escape, CHANNELS))
 _CONDITION = "|".join(map(re.escape, CONDITIONS))
@@ -61,3 +64,22 @@ def make_lane_scheduler(config: Any, log: Any, lanes: int) -> Any:
             return nodeid if lane is None else f"cardprobe-lane-{lane}"
 
     return LaneScheduling(config, log)
+
+
+def order_probes(state: CardprobeState, items: list[Any]) -> None:
+    """Put probe tests in run order and give each the server of its lane.
+
+    Probe tests fill the positions probe tests had, so ordinary tests keep their places.
+    """
+    from pytest_cardprobe.glue.items import ProbeItem
+    from pytest_cardprobe.suite.matrix import run_order
+
+    slots = [i for i, item in enumerate(items) if isinstance(item, ProbeItem)]
+    probes: list[ProbeItem] = [items[i] for i in slots]
+    order = run_order([p.probe for p in probes], state.settings.models)
+    servers = state.settings.servers
+    lanes = state.lanes
+    for position, (slot, index) in enumerate(zip(slots, order, strict=True)):
+        item = probes[index]
+        items[slot] = item
+        item.server = servers[lane_of(position, len(slots), lanes) % len(servers)]

@@ -20,6 +20,7 @@ from pytest_cardprobe.files import (
     read_capped,
     write_atomically,
 )
+from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.score.aggregate import CANARY_VERDICTS, ArmScore, Canary
 from pytest_cardprobe.types import ProbeResult
 
@@ -141,7 +142,7 @@ def _read(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Any:
             + regenerate
         ) from None
     try:
-        return json.loads(text)
+        return load_json(text)
     except (ValueError, RecursionError) as exc:
         # RecursionError: thousands of nested brackets exhaust the parser's stack.
         raise BaselineError(f"baseline {path} is not valid JSON: {exc}" + regenerate) from None
@@ -302,5 +303,7 @@ def write_baseline(
     data, update = baseline_document(
         arms, results, canaries, old if isinstance(old, Mapping) else None, prune, str(path)
     )
-    write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_atomically(
+        path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    )
     return update

@@ -32,4 +32,4 @@ def json_report(
         "tests": sorted(tests, key=lambda t: t["nodeid"]),
         "gate": None if gate is None else gate.to_dict(),
     }
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.types import ChatReply, ChatRequest
 from pytest_cardprobe.wire import ollama, openai
 from pytest_cardprobe.wire.body import Player, json_body
 from pytest_cardprobe.wire.deadline import CONNECT_TIMEOUT_S, Deadline
 from pytest_cardprobe.wire.errors import InfraError, Unreachable, classify_http_error
-from pytest_cardprobe.wire.jsonread import load_json
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
 from pytest_cardprobe.wire.redact import REDACTED, redact_headers, redact_url

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from pytest_cardprobe.wire.jsonread import load_json
+from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.wire.redact import redact_url
 
 if TYPE_CHECKING:

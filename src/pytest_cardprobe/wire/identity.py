@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.wire.client import ChatClient
 from pytest_cardprobe.wire.errors import InfraError, ModelNotFound, classify_http_error
-from pytest_cardprobe.wire.jsonread import load_json
 
 
 def _get_json(client: ChatClient, method: str, path: str, body: Any = None) -> Any:

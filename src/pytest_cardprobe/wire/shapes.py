@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_cardprobe.wire.jsonread import load_json
+from pytest_cardprobe.jsonread import load_json
 
 CHAT_PATHS = {"/api/chat": "ollama", "/v1/chat/completions": "openai"}
 

@@ -69,6 +69,53 @@ def cassette_path(root: Path, suite: str, model: str, case: str, channel: str, c
     )
 
 
+#: What ``files.write_atomically`` adds to a file name for its temporary file
+#: (``.<name>.<8 random characters>.tmp``): a cassette's name must leave room for it.
+TEMP_NAME_EXTRA = len(".") + len(".") + 8 + len(".tmp")
+
+
+@functools.lru_cache(maxsize=64)
+def _limits(root: Path) -> tuple[int, int]:
+    """The longest file name and path the file system under ``root`` takes."""
+    probe = root
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        return os.pathconf(probe, "PC_NAME_MAX"), os.pathconf(probe, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return 255, 4096
+
+
+def cassette_path_problem(
+    root: Path, suite: str, model: str, case: str, channel: str, cond: str
+) -> str | None:
+    """Why the cassette of one test could not be written (a name or the path too long), or
+    None. Checked at collection so the server is never asked for a reply that cannot be kept.
+    """
+    name_max, path_max = _limits(root)
+    parts = (
+        ("suite name", path_part(suite), 0),
+        ("model name", path_part(model), 0),
+        ("case id", path_part(f"{case}-{channel}-{cond}") + ".yaml", TEMP_NAME_EXTRA),
+    )
+    for what, part, extra in parts:
+        size = len(os.fsencode(part)) + extra
+        if size > name_max:
+            return (
+                f"the {what} makes a cassette file name of {size} bytes (as written, "
+                f"percent-encoded), more than the {name_max} bytes the file system allows"
+            )
+    full = os.path.abspath(os.path.join(root, *(p for _, p, _ in parts)))
+    size = len(os.fsencode(full)) + TEMP_NAME_EXTRA
+    if size > path_max:
+        return (
+            f"the cassette path would be {size} bytes long, more than the {path_max} bytes "
+            "the file system allows (shorten the case id, the suite or model name, or use a "
+            "shorter --cassette-dir)"
+        )
+    return None
+
+
 def fixture_cassette_path(root: Path, nodeid: str) -> Path:
     """Where the one cassette of an ordinary test using the ``cardprobe`` fixture lives."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")

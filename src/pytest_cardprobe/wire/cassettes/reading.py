@@ -16,10 +16,10 @@ from typing import Any
 import yaml
 
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, FileRefused, read_capped, shown
+from pytest_cardprobe.jsonread import MAX_JSON_DEPTH, too_deep
 from pytest_cardprobe.wire.body import parsed_body
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, VCR_VERSION
 from pytest_cardprobe.wire.errors import CassetteProblem, CorruptCassette, NotRecorded
-from pytest_cardprobe.wire.jsonread import MAX_JSON_DEPTH, too_deep
 from pytest_cardprobe.wire.shapes import CHAT_PATHS, check_reply
 
 
