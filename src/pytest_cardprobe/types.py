@@ -287,6 +287,8 @@ class ProbeResult:
     model_digest: str | None = None
     # "old → new" when a live run found a different digest than the old recording's.
     model_changed: str | None = None
+    # "ollama 0.11.4 → ollama 0.33.0" when a live run found another server than the old one.
+    server_changed: str | None = None
     # The unrecorded warm-up request this test triggered: model, server, seconds, error.
     warmup: dict[str, Any] | None = None
     # A call suite's canary role of the case (``needs_tool`` / ``no_tool``), else None.
@@ -316,7 +318,7 @@ class ProbeResult:
         """JSON-able form."""
         data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
-        for name in ("canary", "recorded"):
+        for name in ("canary", "recorded", "server_changed"):
             if data[name] is None:
                 del data[name]
         return data

@@ -29,7 +29,7 @@ from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
 from pytest_cardprobe.wire.cassettes.format import Recording
 from pytest_cardprobe.wire.cassettes.modes import Backend
 from pytest_cardprobe.wire.cassettes.paths import cassette_path
-from pytest_cardprobe.wire.cassettes.reading import recorded_model
+from pytest_cardprobe.wire.cassettes.reading import recorded_identity
 from pytest_cardprobe.wire.client import ChatClient
 from pytest_cardprobe.wire.errors import (
     ClientError,
@@ -38,7 +38,7 @@ from pytest_cardprobe.wire.errors import (
     RequestRejected,
     Unsupported,
 )
-from pytest_cardprobe.wire.identity import model_identity
+from pytest_cardprobe.wire.identity import model_identity, server_identity, server_line
 from pytest_cardprobe.wire.redact import redact_url
 from pytest_cardprobe.wire.slots import server_slot
 
@@ -92,6 +92,7 @@ class Runtime:
         self.breaker = Breaker(settings.breaker)
         self._capabilities: dict[str, list[str] | None] = {}
         self._identities: dict[tuple[str, str], dict[str, str]] = {}
+        self._servers: dict[str, dict[str, str]] = {}
         self._warmed: set[tuple[str, str]] = set()
 
     @property
@@ -203,6 +204,15 @@ class Runtime:
                 self._identities[key] = {}  # the chat call reports what is wrong
         return self._identities[key]
 
+    def server_identity(self, server: str) -> dict[str, str]:
+        """What ``server`` says it is (kind and version), asked once per server."""
+        if server not in self._servers:
+            try:
+                self._servers[server] = server_identity(self.client_for(server))
+            except (InfraError, ModelNotFound, RequestRejected):
+                self._servers[server] = {}  # the chat call reports what is wrong
+        return self._servers[server]
+
     def warm_up(self, request: ChatRequest, server: str) -> dict[str, Any] | None:
         """One unrecorded, unscored request before a model's first recorded one on ``server``.
 
@@ -260,22 +270,32 @@ class Runtime:
             lambda: fingerprint(request, tools_label=label, redact=s.redact_fields)
         )
         identity: dict[str, str] = {}
+        serving: dict[str, str] = {}
         # The request each sample starts with, for record mode stale to match as replay would.
         first = lambda: self.client_for(server).wire_request(request)  # noqa: E731
         if self.backend.records(path, prints, first, samples):
             result.server = redact_url(server)  # shown in reports: no credentials
             # Both happen before the cassette opens, so neither is recorded.
             identity = dict(self.identity(server, probe.model))
-            before = recorded_model(path)
-            old, new = before.get("digest"), identity.get("digest")
+            serving = self.server_identity(server)
+            before = recorded_identity(path)
+            old, new = before["model"].get("digest"), identity.get("digest")
             if old and new and old != new:
                 result.model_changed = f"{old} → {new}"
+            if (
+                before["server"]
+                and serving
+                and server_line(before["server"]) != server_line(serving)
+            ):
+                result.server_changed = f"{server_line(before['server'])} → {server_line(serving)}"
             if not unsupported:
                 result.warmup = self.warm_up(request, server)
         with self.backend.open(
             path, fingerprint=prints, rerecord_hint=self._hint(nodeid, probe.model)
         ) as rec:
             if rec.live:
+                if serving:
+                    rec.metadata["server"] = serving
                 # Which suite file this cassette belongs to, and when it was recorded: a
                 # same-named suite file may not record over it (glue/recording.py), and the
                 # baseline keeps the time per case.

@@ -74,3 +74,40 @@ def model_identity(client: ChatClient, model: str) -> dict[str, str]:
 def _single_model_llama_server(entries: list[dict[str, Any]]) -> bool:
     """A ``/v1/models`` listing from llama-server running one model (no router)."""
     return len(entries) == 1 and entries[0].get("owned_by") == "llamacpp"
+
+
+def server_identity(client: ChatClient) -> dict[str, str]:
+    """What the server says it is: ``kind`` (``ollama``, ``llama-server``, ``vllm`` or
+    ``openai-compatible``) and ``version`` when it tells one.
+
+    Ollama answers ``GET /api/version`` (also when asked through its ``/v1``); llama-server
+    ``GET /props`` with its ``build_info``; vLLM ``GET /version``. Recorded beside the model
+    identity, so a live run can say the server changed; unknown is an empty version, and a
+    server that cannot be reached is the chat call's to report.
+    """
+    import httpx
+
+    def ask(path: str) -> dict[str, Any] | None:
+        try:
+            found = _get_json(client, "GET", path)
+        except InfraError:
+            return None
+        return found if isinstance(found, dict) and not isinstance(found, httpx.Response) else None
+
+    version = ask("/api/version")
+    if version is not None and isinstance(version.get("version"), str):
+        return {"kind": "ollama", "version": version["version"][:80]}
+    if client.settings.api == "openai":
+        props = ask("/props")
+        if props is not None and "build_info" in props:
+            return {"kind": "llama-server", "version": str(props["build_info"])[:80]}
+        vllm = ask("/version")
+        if vllm is not None and isinstance(vllm.get("version"), str):
+            return {"kind": "vllm", "version": vllm["version"][:80]}
+        return {"kind": "openai-compatible", "version": ""}
+    return {"kind": "ollama", "version": ""}
+
+
+def server_line(identity: dict[str, str]) -> str:
+    """``ollama 0.33.0`` as reports show a server identity (``?`` for an unknown version)."""
+    return f"{identity.get('kind', '?')} {identity.get('version') or '?'}"

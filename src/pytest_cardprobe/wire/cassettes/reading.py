@@ -190,11 +190,17 @@ def _asked_to_stream(body: Any) -> bool:
     return isinstance(sent, dict) and sent.get("stream") is True
 
 
-def recorded_model(path: Path) -> dict[str, str]:
-    """The model identity an existing cassette was recorded with (empty when unknown)."""
+def recorded_identity(path: Path) -> dict[str, dict[str, str]]:
+    """What an existing cassette says it was recorded against: ``model`` (digest or id) and
+    ``server`` (kind and version), each empty when unknown or unreadable."""
+    found: dict[str, dict[str, str]] = {"model": {}, "server": {}}
     try:
         data = read_cassette(path)
     except CassetteProblem:
-        return {}
-    model = ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("model")
-    return {str(k): str(v) for k, v in model.items()} if isinstance(model, dict) else {}
+        return found
+    meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
+    for key in found:
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if isinstance(value, dict):
+            found[key] = {str(k): str(v) for k, v in value.items()}
+    return found
