@@ -66,6 +66,9 @@ class ChatReply:
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    # A streamed reply's content as it arrived, one piece per chunk that carried any (empty
+    # for a reply that came whole): what a client showing tokens would have shown, in order.
+    pieces: tuple[str, ...] = ()
 
 
 class FailureClass(enum.StrEnum):
@@ -224,6 +227,11 @@ class SampleRecord:
     calls: list[list[str]] | None = None
     turns: int | None = None
     args_as_string: int | None = None
+    # Streamed samples only: what a streaming chat client would have shown of the content
+    # (judge/withhold.exposure): ``shown_early`` characters a careful client released before
+    # the turn ended, and ``naive_leak`` / ``careful_leak`` characters each showed of a turn
+    # that recovery claimed as a call (a call written as text must never reach the user).
+    stream: dict[str, int] | None = None
 
     @classmethod
     def from_verdict(
@@ -252,7 +260,7 @@ class SampleRecord:
             del data["calls"]
         else:
             data["calls"] = [list(turn) for turn in self.calls]
-        for name in ("turns", "args_as_string"):
+        for name in ("turns", "args_as_string", "stream"):
             if data[name] is None:
                 del data[name]
         return data

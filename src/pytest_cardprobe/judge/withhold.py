@@ -8,7 +8,7 @@ released as prose only if recovery does not claim it. Other content is released 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 # Openings that may start a text-written call or a JSON card.
 WITHHELD_OPENINGS = ("{", "[", "```", "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
@@ -69,3 +69,30 @@ class ContentGate:
     def shown(self) -> str:
         """Everything released so far."""
         return "".join(self.released)
+
+
+def exposure(pieces: Sequence[str], declared: Collection[str]) -> dict[str, int]:
+    """What two streaming clients would have shown of one streamed turn's content.
+
+    A careful client passes the pieces through a :class:`ContentGate`; ``shown_early`` is what
+    it released before the turn ended. A naive one shows every piece as it comes. When
+    recovery then claims the turn's content as a call (or refuses an attempt at one), the
+    call was written as text: ``naive_leak`` is the characters the naive client had shown
+    (all of it), ``careful_leak`` those the careful one had (prose before the call opened
+    lets the gate release it). Both are 0 for a turn that holds no call.
+    """
+    from pytest_cardprobe.judge.recovery import recover_tool_calls
+
+    gate = ContentGate(declared)
+    early = sum(len(gate.feed(piece)) for piece in pieces)
+    content = "".join(pieces)
+    claimed = False
+    if declared and content:
+        recovery = recover_tool_calls(content, declared)
+        claimed = recovery.found or recovery.refused
+    return {
+        "pieces": len(pieces),
+        "shown_early": early,
+        "naive_leak": len(content) if claimed else 0,
+        "careful_leak": early if claimed else 0,
+    }

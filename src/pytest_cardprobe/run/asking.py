@@ -16,6 +16,7 @@ from typing import Protocol
 
 from pytest_cardprobe.judge.card import infra_verdict, truncated_verdict
 from pytest_cardprobe.judge.routing import answer_of
+from pytest_cardprobe.judge.withhold import exposure
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.types import (
@@ -130,4 +131,6 @@ class OneTurn:
         reasoning = "\n".join(t for t in (reply.thinking.strip(), answer.thinking) if t)
         record.thinking = trim(reasoning)
         record.figures = figures(reply, wall)
+        if reply.pieces:
+            record.stream = exposure(reply.pieces, names)
         return record, reply

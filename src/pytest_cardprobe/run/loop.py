@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from pytest_cardprobe.judge.call import ModelTurn, judge_calls, scripted_result
 from pytest_cardprobe.judge.routing import turn_of
+from pytest_cardprobe.judge.withhold import exposure
 from pytest_cardprobe.run.asking import Exchange, call_id, figures, infra_record
 from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.suite.matrix import Probe
@@ -120,6 +121,7 @@ class ToolLoop:
         turns: list[ModelTurn] = []
         shown: list[str] = []
         added: dict[str, float] = {}
+        shown_stream: dict[str, int] = {}
         reasoning: list[str] = []
         finish: str | None = None
         reply: ChatReply | None = None
@@ -136,6 +138,9 @@ class ToolLoop:
             # A loop's figures are its turns' added up (tokens, durations, wall time).
             for key, value in figures(reply, wall).items():
                 added[key] = added.get(key, 0.0) + value
+            if reply.pieces:
+                for key, value in exposure(reply.pieces, probe.suite.tool_names).items():
+                    shown_stream[key] = shown_stream.get(key, 0) + value
             finish = reply.finish_reason
             if not expect.multi_turn or not turn.calls:
                 break
@@ -150,4 +155,5 @@ class ToolLoop:
         record.args_as_string = sum(c.arguments_as_string for t in turns for c in t.calls)
         record.thinking = trim("\n".join(reasoning))
         record.figures = added
+        record.stream = shown_stream or None
         return record, reply

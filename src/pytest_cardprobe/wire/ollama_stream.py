@@ -39,6 +39,7 @@ def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
         raise InfraError(f"stream ended after {chunks} chunks without done:true")
     return ChatReply(
         content="".join(content),
+        pieces=tuple(piece for piece in content if piece),
         thinking="".join(thinking),
         tool_calls=tuple(calls),
         finish_reason=last.get("done_reason"),

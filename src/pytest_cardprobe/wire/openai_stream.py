@@ -85,6 +85,7 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
         )
     return ChatReply(
         content="".join(content),
+        pieces=tuple(piece for piece in content if piece),
         thinking="".join(thinking),
         tool_calls=tuple(calls),
         finish_reason=finish,
