@@ -35,16 +35,16 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Options and ini keys (see options.py)."""
-    options.add_options(parser)
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Options and ini keys (the table in glue/option_table.py)."""
+    options.add_options(parser, pluginmanager)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--cardprobe-suite list``: print the built-in suites, one per line, and stop."""
     from pytest_cardprobe.suite.builtin import BUILTIN_SUITES, LIST_WORD, describe_builtin
 
-    if LIST_WORD not in config.option.cardprobe_suites:
+    if LIST_WORD not in (config.option.cardprobe_suites or ()):
         return None
     from pytest_cardprobe.judge.registry import BUILTIN_JUDGES
 

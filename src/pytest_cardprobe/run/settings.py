@@ -2,8 +2,9 @@
 
 ``options.resolve_settings`` builds it in ``pytest_configure``; everything later reads it
 from the session state and never looks at ``config.option`` again. Each default is written
-once: the wire's in :class:`ClientSettings`, the gate's in :class:`GateSettings`, the rest
-here; ``options.py`` reads them from these classes for the ini keys' defaults.
+once: the wire's in :class:`ClientSettings`, the gate's in :class:`GateSettings`, the file
+cap in ``files``, the sample limit in the suite loader, the rest here; the option table
+(``glue/option_table.py``) reads them from these classes for the documented defaults.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB
 from pytest_cardprobe.score.gate import GateSettings
+from pytest_cardprobe.suite.loader import MAX_SAMPLES
 from pytest_cardprobe.wire.client import ClientSettings
 
-DEFAULT_SERVER = "http://127.0.0.1:11434"
+#: Ollama's port, for a server given as a bare host (``OLLAMA_HOST=myhost``).
+DEFAULT_PORT = 11434
+DEFAULT_SERVER = f"http://127.0.0.1:{DEFAULT_PORT}"
 # Request-body keys replaced by "[redacted]" before a request is recorded (ini
 # cardprobe_redact_fields adds more): credentials a hook may put into the body.
 DEFAULT_REDACT_FIELDS = ("api_key", "apikey", "access_token", "token", "password", "secret")
@@ -50,8 +55,8 @@ class Settings:
     json_report: Path | None = None
     md_report: Path | None = None
     html_report: Path | None = None
-    max_file_mb: float = 10.0
-    max_samples: int = 100
+    max_file_mb: float = DEFAULT_MAX_FILE_MB
+    max_samples: int = MAX_SAMPLES
     redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
     headers: dict[str, str] = field(default_factory=dict)
     # --think when given (it beats a suite's `think:`); else the suite's, else think_default.
@@ -63,6 +68,8 @@ class Settings:
     parallel: int = 1
     # Consecutive infra failures on one server before its remaining tests fail at once.
     breaker: int = 5
+    #: Settings given on the command line (a flag or its old spelling), by field name.
+    command_line: frozenset[str] = frozenset()
 
     @property
     def live(self) -> bool:
