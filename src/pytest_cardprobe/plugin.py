@@ -79,7 +79,7 @@ def read_baseline(state: CardprobeState) -> list[str]:
     """Read the baseline before any test runs; the problem (naming file and key), if any.
 
     This is the only place the baseline is read and checked. Every process reads it (xdist
-    workers too): outcomes are decided where a test ran. ``--update-baseline`` replaces a
+    workers too): outcomes are decided where a test ran. ``--cardprobe-update-baseline`` replaces a
     broken file, so there the problem is a note, not a usage error.
     """
     from pytest_cardprobe.score.baseline import BaselineError, load_baseline
@@ -89,7 +89,7 @@ def read_baseline(state: CardprobeState) -> list[str]:
         state.baseline = load_baseline(settings.baseline, int(settings.max_file_mb * MB))
     except BaselineError as exc:
         if not settings.update_baseline:
-            return [f"{exc} (--baseline / ini cardprobe_baseline)"]
+            return [f"{exc} (--cardprobe-baseline / ini cardprobe_baseline)"]
         state.baseline_notes.append(f"replacing a baseline that could not be read: {exc}")
     return []
 

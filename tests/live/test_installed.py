@@ -244,15 +244,15 @@ def test_builtin_suite_records_live_then_replays_with_the_same_verdicts(
         real_ollama.model,
         "-k",
         "date or table",
-        *("--channel", "prose", "--channel", "tool"),
-        *("--condition", "cold", "--condition", "history"),
-        "--server",
+        *("--cardprobe-channel", "prose", "--cardprobe-channel", "tool"),
+        *("--cardprobe-condition", "cold", "--cardprobe-condition", "history"),
+        "--cardprobe-server",
         real_ollama.base_url,
     ]
     with live_lock():
         # A first recording writes the baseline too, so the replay is judged against it.
         live = venv.run(
-            empty, *command, "--live", "--update-baseline", "--cardprobe-json=live.json"
+            empty, *command, "--live", "--cardprobe-update-baseline", "--cardprobe-json=live.json"
         )
     assert live.returncode == 0, shown(live)
     replay = venv.run(empty, *command, "--cardprobe-json=replay.json")

@@ -10,7 +10,15 @@ CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, the connecti
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 def test_unreachable_server_is_one_usage_error(project: pytest.Pytester, xdist: list[str]) -> None:
     result = project.runpytest(
-        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", CLOSED, *xdist
+        "-p",
+        "no:cacheprovider",
+        "cases",
+        "--live",
+        "--model",
+        "m",
+        "--cardprobe-server",
+        CLOSED,
+        *xdist,
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
@@ -25,7 +33,7 @@ def test_unreachable_server_is_one_usage_error(project: pytest.Pytester, xdist: 
 
 def test_replay_never_contacts_a_server(project: pytest.Pytester) -> None:
     result = project.runpytest(
-        "-p", "no:cacheprovider", "cases", "--model", "m", "--server", CLOSED
+        "-p", "no:cacheprovider", "cases", "--model", "m", "--cardprobe-server", CLOSED
     )
     # Not recorded, so every test errors, but no preflight stopped the run.
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -37,7 +45,7 @@ def test_the_preflight_error_shows_no_credentials_of_the_server_url(
 ) -> None:
     secret = "http://someone:pa55word-9@127.0.0.1:9/?api_key=k3y-9&region=eu"
     result = project.runpytest(
-        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", secret
+        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--cardprobe-server", secret
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()

@@ -98,7 +98,7 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
         if clash:
             errors.append(clash)
         if state.settings.strict_tools:
-            errors.extend(f"{f} (--strict-tools)" for f in tool_lint(suite))
+            errors.extend(f"{f} (--cardprobe-strict-tools)" for f in tool_lint(suite))
     if found and not state.settings.models:
         errors.append(
             "no model to probe — pass --model NAME (repeatable) or set "
@@ -183,7 +183,7 @@ class SuiteFile(pytest.File):
         settings = state.settings
         findings = tool_lint(suite)
         if findings and settings.strict_tools:
-            state.collect_errors.extend(f"{f} (--strict-tools)" for f in findings)
+            state.collect_errors.extend(f"{f} (--cardprobe-strict-tools)" for f in findings)
             return
         for finding in findings:
             self.warn(ToolLintWarning(finding))
@@ -218,7 +218,7 @@ class ProbeItem(pytest.Item):
         self.server: str | None = None
 
     def samples(self) -> int:
-        """--samples, else the samples(n) marker, else the suite's default."""
+        """--cardprobe-samples, else the samples(n) marker, else the suite's default."""
         from pytest_cardprobe.glue.state import get_state
 
         override = get_state(self.config).settings.samples

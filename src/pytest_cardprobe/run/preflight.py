@@ -44,7 +44,7 @@ def problems(settings: Settings) -> list[str]:
                 except InfraError as exc:
                     found.append(
                         f"server {client.shown_url} does not answer ({exc}); start it, or fix "
-                        "--server / cardprobe_servers"
+                        "--cardprobe-server / cardprobe_servers"
                     )
                     break  # one message per server, not one per model
                 except ClientError as exc:

@@ -48,7 +48,7 @@ class Settings:
     stream: bool = _WIRE.stream
     cassette_dir: Path = Path("cassettes")
     api_key: str | None = None
-    strict_tools: bool = False  # tool-lint findings are usage errors (--strict-tools)
+    strict_tools: bool = False  # tool-lint findings are usage errors (--cardprobe-strict-tools)
     gate: GateSettings = field(default_factory=GateSettings)
     baseline: Path = Path("cardprobe-baseline.json")
     update_baseline: bool = False
@@ -59,10 +59,11 @@ class Settings:
     max_samples: int = MAX_SAMPLES
     redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
     headers: dict[str, str] = field(default_factory=dict)
-    # --think when given (it beats a suite's `think:`); else the suite's, else think_default.
+    # --cardprobe-think when given (it beats a suite's `think:`); else the suite's, else
+    # think_default (ini cardprobe_think).
     think: str | None = None
     think_default: str = "off"
-    # One unrecorded request before a model's first recorded one (--no-warmup turns it off).
+    # One unrecorded request before a model's first recorded one (--cardprobe-no-warmup: none).
     warmup: bool = True
     # Requests in flight per server across all workers (ini cardprobe_parallel).
     parallel: int = 1
