@@ -25,6 +25,9 @@ class FaultServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        # Headers every request must carry (a header-authenticated gateway); else 401.
+        self.required: dict[str, str] = {}
+        self.refused: list[str] = []
 
     @property
     def url(self) -> str:
@@ -45,7 +48,16 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _admitted(self) -> bool:
+            if all(self.headers.get(k) == v for k, v in server.required.items()):
+                return True
+            server.refused.append(self.path)
+            self._send(401, {"error": "gateway: missing or wrong credentials"})
+            return False
+
         def do_GET(self) -> None:
+            if not self._admitted():
+                return
             if self.path == "/api/tags":
                 self._send(200, {"models": []})
             else:
@@ -54,6 +66,8 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            if not self._admitted():
+                return
             if self.path == "/api/show":
                 self._send(200, {"capabilities": ["completion", "tools"]})
                 return

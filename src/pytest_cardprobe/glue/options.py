@@ -73,8 +73,10 @@ def _help(spec: Spec) -> str:
 def _ini_default(spec: Spec) -> Any:
     """The default as pytest hands it back from ``getini`` when the key is not set."""
     value = spec.default
+    if spec.kind == "list":  # the lines given, added to (or standing in for) the default
+        return []
     if spec.kind != "value":
-        return list(value or []) if spec.kind == "list" else bool(value)
+        return bool(value)
     if isinstance(value, float):
         return f"{value:g}"
     return "" if value is None else str(value)

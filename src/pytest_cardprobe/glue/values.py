@@ -94,17 +94,22 @@ def model_name(name: str) -> str:
 
 
 def normalise_server(url: str) -> str:
-    """``OLLAMA_HOST`` style ``host:port`` or ``0.0.0.0`` to a usable base URL (not checked)."""
+    """``OLLAMA_HOST`` style ``host:port`` or ``0.0.0.0`` to a usable base URL (not checked).
+
+    No scheme means ``http://``; a plain-http URL without a port gets Ollama's; ``0.0.0.0``
+    (where a server listens, not an address to call) becomes ``127.0.0.1``.
+    """
     url = url.strip().rstrip("/")
     if "://" not in url:
         url = f"http://{url}"
     scheme, rest = url.split("://", 1)
-    host = rest.split("/", 1)[0]
-    if host.startswith("0.0.0.0"):
-        rest = "127.0.0.1" + rest[len("0.0.0.0") :]
-    elif ":" not in host.rsplit("]", 1)[-1]:
-        rest = rest.replace(host, f"{host}:{DEFAULT_PORT}", 1) if scheme == "http" else rest
-    return f"{scheme}://{rest}"
+    split = re.search(r"[/?#]", rest)
+    host, path = (rest[: split.start()], rest[split.start() :]) if split else (rest, "")
+    if host == "0.0.0.0" or host.startswith("0.0.0.0:"):
+        host = "127.0.0.1" + host[len("0.0.0.0") :]
+    if scheme == "http" and ":" not in host.rsplit("]", 1)[-1].rpartition("@")[2]:
+        host = f"{host}:{DEFAULT_PORT}"
+    return f"{scheme}://{host}{path}"
 
 
 # A host name: letters (any script), digits, dots, hyphens, underscores; nothing else.

@@ -6,6 +6,8 @@ costs one message instead of one failed test (and its retries) per test.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_cardprobe.run.settings import Settings
@@ -13,7 +15,6 @@ from pytest_cardprobe.types import escape_control
 from pytest_cardprobe.wire.client import (
     ChatClient,
     ClientError,
-    ClientSettings,
     InfraError,
     ModelNotFound,
     model_identity,
@@ -26,13 +27,13 @@ def problems(settings: Settings) -> list[str]:
     """What stops a live run: unreachable servers and models a server does not have."""
     found: list[str] = []
     for server in settings.servers:
+        # The headers and bearer token of every other request (a gateway that wants them
+        # must let the preflight through), with a short timeout and no retries.
         client = ChatClient(
-            ClientSettings(
-                base_url=server,
-                api=settings.api,
+            dataclasses.replace(
+                settings.client_settings(server),
                 timeout=min(PREFLIGHT_TIMEOUT, settings.timeout),
                 retries=0,
-                api_key=settings.api_key,
             )
         )
         try:
