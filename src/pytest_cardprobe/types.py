@@ -181,6 +181,23 @@ def escape_control(text: str, keep_newlines: bool = False) -> str:
     return text.translate(_ESCAPES_KEEP_LINES if keep_newlines else _ESCAPES)
 
 
+def model_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a model name, or None (the pytest options and init use it).
+
+    Names like ``library/llama3`` or ``hf.co/org/repo:Q4`` are real Ollama names, so a ``/``
+    between parts is fine; what looks like a path (empty, ``.``/``..`` parts, a leading
+    ``/``, a backslash) or holds whitespace or control characters is refused: a model name
+    lands in file names, test ids and terminal lines.
+    """
+    if not name.strip():
+        return "is empty"
+    if any(c.isspace() or ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c == "\\" for c in name):
+        return "holds whitespace, a backslash or control characters"
+    if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
+        return "looks like a file path, not a model name"
+    return None
+
+
 @dataclass
 class SampleRecord:
     """One model call: how it travelled and what the judge said."""

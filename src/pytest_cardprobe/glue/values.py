@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_cardprobe.run.settings import DEFAULT_PORT
+from pytest_cardprobe.types import model_problem
 
 #: A reader: the text of a value to the value; ValueError("wants ..., got ...") when refused.
 Reader = Callable[[str], Any]
@@ -64,29 +65,8 @@ def path_text(value: str) -> str:
     return value
 
 
-# Whitespace and control characters: a model name is one word, and it lands in file names,
-# test ids and terminal lines.
-_BAD_MODEL_CHARS = re.compile(r"[\s\x00-\x1f\x7f-\x9f\\]")
-
-
-def model_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a model name, or None.
-
-    Names like ``library/llama3`` or ``hf.co/org/repo:Q4`` are real Ollama names, so a
-    ``/`` between parts is fine; what looks like a path (empty, ``.``/``..`` parts, a
-    leading ``/``, a backslash) or holds control characters is refused.
-    """
-    if not name.strip():
-        return "is empty"
-    if _BAD_MODEL_CHARS.search(name):
-        return "holds whitespace, a backslash or control characters"
-    if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
-        return "looks like a file path, not a model name"
-    return None
-
-
 def model_name(name: str) -> str:
-    """A model name (see :func:`model_problem`)."""
+    """A model name (see :func:`pytest_cardprobe.types.model_problem`)."""
     problem = model_problem(name)
     if problem:
         raise ValueError(f"{name!r} {problem}")
