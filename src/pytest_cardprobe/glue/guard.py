@@ -18,6 +18,7 @@ from pytest_cardprobe.files import MB, inside
 from pytest_cardprobe.glue.option_table import BY_NAME
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
+from pytest_cardprobe.wire.slots import private_dir, slot_dir
 
 
 def _arg_path(arg: str, invoked: Path) -> Path:
@@ -94,6 +95,11 @@ def check_outputs(config: pytest.Config, settings: Settings) -> list[str]:
                 f"ini key {spec.ini}: {path} is outside the project ({config.rootpath}); "
                 f"use a path inside it, or give {spec.flag} on the command line to mean it"
             )
+    if settings.live:
+        try:  # created (or checked) now, so a foreign one stops the run before any request
+            private_dir(slot_dir())
+        except OSError as exc:
+            errors.append(str(exc))
     cassettes = settings.cassette_dir
     if cassettes.exists() and not cassettes.is_dir():
         errors.append(f"cassette folder {cassettes} (--cardprobe-cassette-dir) is not a folder")
