@@ -28,7 +28,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from pytest_cardprobe.files import MB, FileRefused, inside, read_capped
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, FileRefused, inside, read_capped
 from pytest_cardprobe.suite.calls import (
     CANARY_KINDS,
     DEFAULT_MAX_TURNS,
@@ -86,7 +86,7 @@ SUITE_VERSION = 1
 #: Upper bound of ``samples`` (suite key, marker, --samples); ini ``cardprobe_max_samples``.
 MAX_SAMPLES = 100
 #: Default cap on every file a suite makes the plugin read; ini ``cardprobe_max_file_mb``.
-DEFAULT_MAX_BYTES = 10 * MB
+DEFAULT_MAX_BYTES = DEFAULT_MAX_FILE_MB * MB
 
 # The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
 # a plain path works for both editable and wheel installs and needs no importlib dance.
