@@ -194,7 +194,7 @@ def run_plugin(
     root: Path, src: Path, url: str, models: list[str], extra: list[str]
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "cases", "--live",
-            "--server", url, "--samples", "1", *extra]  # fmt: skip
+            "--cardprobe-server", url, "--cardprobe-samples", "1", *extra]  # fmt: skip
     for model in models:
         args += ["--model", model]
     env = {**os.environ, "PYTHONPATH": str(src)}
@@ -254,7 +254,7 @@ def compare_with_loop(url: str, root: Path, src: Path, rounds: int) -> None:
     """Plugin and plain loop, alternated, each a fresh process timed from launch to exit."""
     # An untimed first recording gives the request bodies, in the order the plugin sends them.
     neutral(url, SMOLLM)
-    run_plugin(root, src, url, [SMOLLM], ["--no-warmup"])
+    run_plugin(root, src, url, [SMOLLM], ["--cardprobe-no-warmup"])
     requests = run_order_requests(root, src, "cassettes", [SMOLLM])
     sent = root / "loop-requests.json"
     sent.write_text(json.dumps(requests))
@@ -264,7 +264,7 @@ def compare_with_loop(url: str, root: Path, src: Path, rounds: int) -> None:
     loop_walls: list[float] = []
     for _ in range(rounds):
         neutral(url, SMOLLM)
-        wall, done = run_plugin(root, src, url, [SMOLLM], ["--no-warmup"])
+        wall, done = run_plugin(root, src, url, [SMOLLM], ["--cardprobe-no-warmup"])
         if done.returncode not in (0, 1):
             print(done.stdout[-2000:], done.stderr[-2000:])
         bodies = replies(root / "cassettes")
@@ -316,7 +316,7 @@ def main() -> None:
             print("|---|---|---|---|---|---|")
             for label, src, extra in (
                 ("old (case-major)", old_src, []),
-                ("new (model, channel, condition, case)", new_src, ["--no-warmup"]),
+                ("new (model, channel, condition, case)", new_src, ["--cardprobe-no-warmup"]),
             ):
                 root = project(work, label.split()[0], opts.cases, opts.num_predict, True)
                 neutral(url, SMOLLM)
@@ -341,13 +341,13 @@ def main() -> None:
             print("|---|---|---|---|---|")
             for label, src, extra in (
                 ("old (case-major)", old_src, []),
-                ("new (model-major)", new_src, ["--no-warmup"]),
+                ("new (model-major)", new_src, ["--cardprobe-no-warmup"]),
             ):
                 root = project(work, "loads-" + label.split()[0], opts.load_cases, 16, True)
                 neutral(url, SMOLLM)
                 before = runner_starts(log)
                 wall, done = run_plugin(
-                    root, src, url, [SMOLLM, GEMMA], [*extra, "--channel", "prose"]
+                    root, src, url, [SMOLLM, GEMMA], [*extra, "--cardprobe-channel", "prose"]
                 )
                 bodies = replies(root / "cassettes")
                 loads = sum(b.get("load_duration", 0) > 0.5e9 for b in bodies)

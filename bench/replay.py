@@ -400,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         (root / "bare" / "pytest.ini").write_text("[pytest]\n")
         info.update(write_cassettes(root / "replay", models, args.samples), per_test=args.per_test)
         if args.baseline:
-            cmd = [sys.executable, *PYTEST, "cases", "--update-baseline"]
+            cmd = [sys.executable, *PYTEST, "cases", "--cardprobe-update-baseline"]
             subprocess.run(cmd, cwd=root / "replay", env=env, capture_output=True, check=True)
         warm = timed("replay", root, env, info["tests"])  # and learn replay's outcomes
         info["outcome"] = ", ".join(f"{n} {k}" for k, n in sorted(warm["counts"].items()))

@@ -8,8 +8,8 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,19 +22,45 @@ def shown(path: Path) -> str:
         return str(path)
 
 
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new hidden file next to ``path``, opened for writing, and its name.
+
+    Opened with mode 0o666, so the kernel applies the umask (and a folder's default ACL) as
+    it would for any new file; ``tempfile.mkstemp`` would make it 0o600 whatever the umask.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        name = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename.
 
     A run killed between the two leaves ``path`` as it was plus a hidden temporary file;
-    the next write of the same path removes such leftovers.
+    the next write of the same path removes such leftovers. A new file gets the mode the
+    umask gives (``0o666 & ~umask``); a file that existed keeps its mode, and its owner and
+    group where this process may set them (root may; others keep their own).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
         with contextlib.suppress(OSError):
             stale.unlink()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        before: os.stat_result | None = os.stat(path)
+    except OSError:
+        before = None
+    fd, tmp = _temporary(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            if before is not None:
+                os.fchmod(handle.fileno(), stat.S_IMODE(before.st_mode))
+                if (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(OSError):
+                        os.fchown(handle.fileno(), before.st_uid, before.st_gid)
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_cardprobe.files import MB
 from pytest_cardprobe.glue import options
+from pytest_cardprobe.glue.failure import describe
 from pytest_cardprobe.glue.fixture import Cardprobe
 from pytest_cardprobe.glue.items import (
     ProbeItem,
@@ -38,16 +39,16 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Options and ini keys (see options.py)."""
-    options.add_options(parser)
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Options and ini keys (the table in glue/option_table.py)."""
+    options.add_options(parser, pluginmanager)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--cardprobe-suite list``: print the built-in suites, one per line, and stop."""
     from pytest_cardprobe.suite.builtin import BUILTIN_SUITES, LIST_WORD, describe_builtin
 
-    if LIST_WORD not in config.option.cardprobe_suites:
+    if LIST_WORD not in (config.option.cardprobe_suites or ()):
         return None
     from pytest_cardprobe.judge.registry import BUILTIN_JUDGES
 
@@ -82,7 +83,7 @@ def read_baseline(state: CardprobeState) -> list[str]:
     """Read the baseline before any test runs; the problem (naming file and key), if any.
 
     This is the only place the baseline is read and checked. Every process reads it (xdist
-    workers too): outcomes are decided where a test ran. ``--update-baseline`` replaces a
+    workers too): outcomes are decided where a test ran. ``--cardprobe-update-baseline`` replaces a
     broken file, so there the problem is a note, not a usage error.
     """
     from pytest_cardprobe.score.baseline import BaselineError, load_baseline
@@ -92,7 +93,7 @@ def read_baseline(state: CardprobeState) -> list[str]:
         state.baseline = load_baseline(settings.baseline, int(settings.max_file_mb * MB))
     except BaselineError as exc:
         if not settings.update_baseline:
-            return [f"{exc} (--baseline / ini cardprobe_baseline)"]
+            return [f"{exc} (--cardprobe-baseline / ini cardprobe_baseline)"]
         state.baseline_notes.append(f"replacing a baseline that could not be read: {exc}")
     return []
 
@@ -216,7 +217,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         lines = [f"{len(failures)} of {n} samples failed; {failures[0].splitlines()[0]}", *failures]
         if probe is not None and probe.samples:
             full = pyfuncitem.config.get_verbosity() >= 2
-            lines.append(probe.result("failed").describe(full=full))
+            lines.append(describe(probe.result("failed"), full=full))
         pytest.fail(escape_control("\n".join(lines), keep_newlines=True), pytrace=False)
     return True
 

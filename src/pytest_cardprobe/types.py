@@ -200,6 +200,23 @@ def escape_control(text: str, keep_newlines: bool = False) -> str:
     return text.translate(_ESCAPES_KEEP_LINES if keep_newlines else _ESCAPES)
 
 
+def model_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a model name, or None (the pytest options and init use it).
+
+    Names like ``library/llama3`` or ``hf.co/org/repo:Q4`` are real Ollama names, so a ``/``
+    between parts is fine; what looks like a path (empty, ``.``/``..`` parts, a leading
+    ``/``, a backslash) or holds whitespace or control characters is refused: a model name
+    lands in file names, test ids and terminal lines.
+    """
+    if not name.strip():
+        return "is empty"
+    if any(c.isspace() or ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c == "\\" for c in name):
+        return "holds whitespace, a backslash or control characters"
+    if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
+        return "looks like a file path, not a model name"
+    return None
+
+
 @dataclass
 class SampleRecord:
     """One model call: how it travelled and what the judge said."""
@@ -337,60 +354,3 @@ class ProbeResult:
         fields = dict(data)
         fields["samples"] = [SampleRecord.from_dict(s) for s in data.get("samples", [])]
         return cls(**fields)
-
-    def headline(self) -> str:
-        """One line for pytest's short test summary: what went wrong first."""
-        if self.message:
-            return escape_control(f"{self.status}: {self.message}")
-        failed = [s for s in self.samples if not s.passed]
-        if not failed:
-            return self.status
-        first = failed[0]
-        return escape_control(
-            f"{len(failed)} of {len(self.samples)} samples failed; "
-            f"sample {first.index + 1}: [{first.route or '-'}] {first.label}"
-        )
-
-    def describe(self, full: bool = False) -> str:
-        """The failure report: one line per sample, then the start of its reply.
-
-        ``full`` shows whole replies (``-vv``); otherwise the first REPLY_PREVIEW
-        characters on one line. Model text is escaped either way.
-        """
-        lines = [self.headline()]
-        total = len(self.samples)
-        for s in self.samples:
-            mark = "pass" if s.passed else "FAIL"
-            why = with_class(s.label, s.failure)
-            lines.append(
-                escape_control(f"  sample {s.index + 1}/{total} {mark} [{s.route or '-'}] {why}")
-                + (f" (finish: {escape_control(s.finish_reason)})" if s.finish_reason else "")
-            )
-            if s.retry_of:
-                lines.append(
-                    f"    retried through the tool after: [{s.retry_of.get('route') or '-'}] "
-                    f"{s.retry_of.get('label', '')}"
-                )
-            if s.unknown_types:
-                unknown = escape_control(", ".join(s.unknown_types))
-                lines.append(f"    unknown element types: {unknown}")
-            if s.thinking:
-                # Reasoning is model text too: escaped, and cut like the reply unless -vv.
-                if full:
-                    thought = escape_control(s.thinking, keep_newlines=True)
-                else:
-                    thought = escape_control(s.thinking[:REPLY_PREVIEW])
-                    extra = len(s.thinking) - REPLY_PREVIEW
-                    thought += f"… [{extra} more characters]" if extra > 0 else ""
-                body = thought.replace("\n", "\n    ~ ")
-                lines.append(f"    reasoning (not judged):\n    ~ {body}")
-            if not s.reply:
-                continue
-            if full:
-                body = escape_control(s.reply, keep_newlines=True).replace("\n", "\n    | ")
-                lines.append(f"    | {body}")
-            else:
-                shown = escape_control(s.reply[:REPLY_PREVIEW])
-                more = len(s.reply) - REPLY_PREVIEW
-                lines.append(f"    | {shown}" + (f"… [{more} more characters]" if more > 0 else ""))
-        return "\n".join(lines)

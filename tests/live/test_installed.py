@@ -13,8 +13,10 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -128,6 +130,18 @@ def empty(tmp_path: Path) -> Path:
     return folder
 
 
+#: The runtime dependencies the wheel declares: exactly the third-party imports of src/.
+RUNTIME = {
+    *("pytest", "pytest-xdist", "httpx", "httpcore", "vcrpy", "pyyaml", "jsonschema"),
+    "referencing",
+}
+
+
+def archive_text(wheel: Path, name: str) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.read(name).decode()
+
+
 def test_sdist_and_wheel_metadata_and_contents(dist: Path, wheel: Path) -> None:
     (sdist,) = dist.glob("*.tar.gz")
     check = subprocess.run(
@@ -153,8 +167,17 @@ def test_sdist_and_wheel_metadata_and_contents(dist: Path, wheel: Path) -> None:
     # The built-in suites in the wheel are the repository's cases/, byte for byte.
     assert packaged == cases_files()
     requires = metadata.get_all("Requires-Dist") or []
-    for dependency in ("pytest", "httpx", "vcrpy", "pyyaml"):
-        assert any(r.lower().startswith(dependency) for r in requires), requires
+    runtime = {
+        re.split(r"[ <>=!~;\[]", r, maxsplit=1)[0].lower() for r in requires if "extra ==" not in r
+    }
+    # Only what src/ imports (tests/unit/test_packaging.py ties the list to the imports).
+    assert runtime == RUNTIME, requires
+    assert metadata["License-Expression"] == "MIT"
+    licence = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert archive_text(wheel, licence) == (ROOT / "LICENSE").read_text()
+    with tarfile.open(sdist) as tar:
+        inside = tar.extractfile(f"{sdist.name.removesuffix('.tar.gz')}/LICENSE")
+        assert inside is not None and inside.read().decode() == (ROOT / "LICENSE").read_text()
     assert "Framework :: Pytest" in (metadata.get_all("Classifier") or [])
     assert metadata["Requires-Python"] == ">=3.11"
     # No invented homepage or repository links.
@@ -244,15 +267,15 @@ def test_builtin_suite_records_live_then_replays_with_the_same_verdicts(
         real_ollama.model,
         "-k",
         "date or table",
-        *("--channel", "prose", "--channel", "tool"),
-        *("--condition", "cold", "--condition", "history"),
-        "--server",
+        *("--cardprobe-channel", "prose", "--cardprobe-channel", "tool"),
+        *("--cardprobe-condition", "cold", "--cardprobe-condition", "history"),
+        "--cardprobe-server",
         real_ollama.base_url,
     ]
     with live_lock():
         # A first recording writes the baseline too, so the replay is judged against it.
         live = venv.run(
-            empty, *command, "--live", "--update-baseline", "--cardprobe-json=live.json"
+            empty, *command, "--live", "--cardprobe-update-baseline", "--cardprobe-json=live.json"
         )
     assert live.returncode == 0, shown(live)
     replay = venv.run(empty, *command, "--cardprobe-json=replay.json")

@@ -26,6 +26,9 @@ class FaultServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        # Headers every request must carry (a header-authenticated gateway); else 401.
+        self.required: dict[str, str] = {}
+        self.refused: list[str] = []
 
     @property
     def url(self) -> str:
@@ -46,8 +49,17 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _admitted(self) -> bool:
+            if all(self.headers.get(k) == v for k, v in server.required.items()):
+                return True
+            server.refused.append(self.path)
+            self._send(401, {"error": "gateway: missing or wrong credentials"})
+            return False
+
         def do_GET(self) -> None:
             server.requests.append(f"GET {self.path}")
+            if not self._admitted():
+                return
             if self.path == "/api/tags":
                 self._send(200, {"models": []})
             else:
@@ -57,6 +69,8 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             server.requests.append(f"POST {self.path}")
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
+            if not self._admitted():
+                return
             if self.path == "/api/show":
                 self._send(200, {"capabilities": ["completion", "tools"]})
                 return

@@ -12,9 +12,10 @@ def test_breaker_stops_asking_a_failing_server(project: pytest.Pytester) -> None
     project.makeini("[pytest]\ncardprobe_retries = 0\ncardprobe_breaker = 3\n")
     with fault_server() as server:
         result = project.runpytest(
-            "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", server.url,
-            "--channel", "prose", "--condition", "cold", "--condition", "history",
-            "--samples", "1",
+            "-p", "no:cacheprovider", "cases", "--live", "--model", "m",
+            "--cardprobe-server", server.url, "--cardprobe-channel", "prose",
+            "--cardprobe-condition", "cold", "--cardprobe-condition", "history",
+            "--cardprobe-samples", "1",
         )  # fmt: skip
     # The warm-up (unrecorded), then three failures open the breaker; 47 tests are not asked.
     assert len(server.chats) == 1 + 3
@@ -32,11 +33,12 @@ def test_each_model_goes_to_one_server_and_one_worker(
     project.makeini("[pytest]\ncardprobe_retries = 0\ncardprobe_breaker = 100\n")
     with fault_server() as a, fault_server() as b:
         result = project.runpytest(
-            "-p", "no:cacheprovider", "cases", "--live", "-v", "--samples", "1",
-            "--model", "m1", "--model", "m2", "--server", a.url, "--server", b.url,
-            "-k", "date or time", "--no-warmup", *xdist,
-            "--channel", "prose", "--channel", "tool",
-            "--condition", "cold", "--condition", "history",
+            "-p", "no:cacheprovider", "cases", "--live", "-v", "--cardprobe-samples", "1",
+            "--model", "m1", "--model", "m2",
+            "--cardprobe-server", a.url, "--cardprobe-server", b.url,
+            "-k", "date or time", "--cardprobe-no-warmup", *xdist,
+            "--cardprobe-channel", "prose", "--cardprobe-channel", "tool",
+            "--cardprobe-condition", "cold", "--cardprobe-condition", "history",
         )  # fmt: skip
     # 2 cases x 2 channels x 2 conditions per model; the lanes split at the model boundary.
     assert a.chats == ["m1"] * 8

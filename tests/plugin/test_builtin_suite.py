@@ -84,7 +84,7 @@ def test_builtin_suite_replays_the_projects_cassettes_and_writes_nothing_into_th
     package_before = sorted(p.name for p in SUITES_DIR.rglob("*"))
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "--cardprobe-suite", "cards", "--model", "smollm2:135m",
-        "-k", "date or table", "--update-baseline",
+        "-k", "date or table", "--cardprobe-update-baseline",
     )  # fmt: skip
     assert "not recorded" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*gate: updated*"])
@@ -93,10 +93,10 @@ def test_builtin_suite_replays_the_projects_cassettes_and_writes_nothing_into_th
     judged = ("passed", "failed", "xfailed", "xpassed")
     assert sum(outcomes.get(word, 0) for word in judged) == 2 * 8  # two cases x eight arms
     assert sorted(p.name for p in SUITES_DIR.rglob("*")) == package_before
-    # --cassette-dir moves where recordings are looked for: none there, so none replay.
+    # --cardprobe-cassette-dir moves where recordings are looked for: none there, so none replay.
     moved = pytester.runpytest(
         "-p", "no:cacheprovider", "--cardprobe-suite", "cards", "--model", "smollm2:135m",
-        "-k", "date and prose and cold", "--cassette-dir", "elsewhere",
+        "-k", "date and prose and cold", "--cardprobe-cassette-dir", "elsewhere",
     )  # fmt: skip
     moved.stdout.fnmatch_lines(["*not recorded*"])
 

@@ -37,7 +37,15 @@ def test_one_item_per_case_model_channel_condition(project: pytest.Pytester) -> 
 
 def test_channel_and_condition_filters(project: pytest.Pytester) -> None:
     result = project.runpytest(
-        "--co", "-q", "cases", "--model", "m", "--channel", "tool", "--condition", "cold"
+        "--co",
+        "-q",
+        "cases",
+        "--model",
+        "m",
+        "--cardprobe-channel",
+        "tool",
+        "--cardprobe-condition",
+        "cold",
     )
     ids = collected_ids(result)
     assert len(ids) == 25
@@ -184,14 +192,14 @@ def test_samples_option_overrides_marker(pytester: pytest.Pytester) -> None:
             assert len(RUNS) == 2
         """
     )
-    pytester.runpytest("--samples", "2").assert_outcomes(passed=2)
+    pytester.runpytest("--cardprobe-samples", "2").assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1"])
 def test_samples_option_is_validated(pytester: pytest.Pytester, value: str) -> None:
-    result = pytester.runpytest("--samples", value)
+    result = pytester.runpytest("--cardprobe-samples", value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--samples wants an integer >= 1*"])
+    result.stderr.fnmatch_lines(["*--cardprobe-samples wants an integer >= 1*"])
 
 
 def test_bad_suite_under_xdist_is_still_a_usage_error(project: pytest.Pytester) -> None:

@@ -19,7 +19,9 @@ def project_header(result: pytest.RunResult) -> str:
 def test_seeded_and_schema_replay_on_prose_and_are_left_out_elsewhere(
     recorded: pytest.Pytester,
 ) -> None:
-    result, data = report(recorded, "-k", "date and (seeded or schema)", "--server", CLOSED_PORT)
+    result, data = report(
+        recorded, "-k", "date and (seeded or schema)", "--cardprobe-server", CLOSED_PORT
+    )
     assert result.ret == 0, result.stdout.str()
     ran = {(t["channel"], t["condition"]): t for t in data["tests"] if t["suite"]}
     assert set(ran) == {("prose", "seeded"), ("prose", "schema")}

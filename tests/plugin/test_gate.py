@@ -24,7 +24,7 @@ def baseline_with_passing(project: pytest.Pytester, channel: str = "prose") -> N
     """Make date, time and toggle pass on ``channel``/cold, then write the baseline."""
     for case, body in CARDS.items():
         set_replies(cassette(project, case, channel, "cold"), content=json.dumps(body))
-    result, data = report(project, "--update-baseline")
+    result, data = report(project, "--cardprobe-update-baseline")
     assert result.ret == 0, result.stdout.str()
     assert data["gate"]["decision"] == "updated"
 
@@ -64,14 +64,14 @@ def test_a_wider_noise_floor_lets_two_losses_through(recorded: pytest.Pytester) 
     baseline_with_passing(recorded)
     for case in ("date", "time"):
         set_replies(cassette(recorded, case, "prose", "cold"), content=PROSE)
-    result, _ = report(recorded, "--noise-floor", "2")
+    result, _ = report(recorded, "--cardprobe-noise-floor", "2")
     assert result.ret == 0, result.stdout.str()
 
 
 def test_adoption_drop_fails_even_when_cases_still_pass(recorded: pytest.Pytester) -> None:
     for case, body in CARDS.items():
         set_replies(cassette(recorded, case, "tool", "cold"), tool_body=body)
-    assert report(recorded, "--update-baseline")[0].ret == 0
+    assert report(recorded, "--cardprobe-update-baseline")[0].ret == 0
     # Same cards, now written into the content instead of the tool call: still pass.
     for case, body in CARDS.items():
         set_replies(cassette(recorded, case, "tool", "cold"), content=json.dumps(body))
@@ -84,13 +84,15 @@ def test_adoption_drop_fails_even_when_cases_still_pass(recorded: pytest.Pyteste
 
 
 def test_gain_beyond_the_floor_suggests_update(recorded: pytest.Pytester) -> None:
-    assert report(recorded, "--update-baseline")[0].ret == 0
+    assert report(recorded, "--cardprobe-update-baseline")[0].ret == 0
     for case, body in CARDS.items():
         set_replies(cassette(recorded, case, "prose", "cold"), content=json.dumps(body))
     result, data = report(recorded)
     assert result.ret == 0
     assert data["gate"]["gains"]
-    result.stdout.fnmatch_lines(["*gain: cards/smollm2:135m/prose/cold*--update-baseline*"])
+    result.stdout.fnmatch_lines(
+        ["*gain: cards/smollm2:135m/prose/cold*--cardprobe-update-baseline*"]
+    )
 
 
 def test_k_run_compares_only_the_cases_that_ran(recorded: pytest.Pytester) -> None:
@@ -111,8 +113,10 @@ def test_arms_without_baseline_keep_the_model_verdict_and_say_how_to_record_one(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=9, failed=191)
     assert data["gate"]["decision"] == "pass" and len(data["gate"]["new"]) == 8
-    result.stdout.fnmatch_lines(["no baseline for 8 arm(s): pytest --update-baseline records one"])
-    strict, strict_data = report(recorded, "--strict-baseline", "-k", "control")
+    result.stdout.fnmatch_lines(
+        ["no baseline for 8 arm(s): pytest --cardprobe-update-baseline records one"]
+    )
+    strict, strict_data = report(recorded, "--cardprobe-strict-baseline", "-k", "control")
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
     assert strict_data["gate"]["decision"] == "fail"
 
@@ -120,7 +124,12 @@ def test_arms_without_baseline_keep_the_model_verdict_and_say_how_to_record_one(
 def test_unscored_infra_past_the_share_is_inconclusive(recorded: pytest.Pytester) -> None:
     with fault_server() as server:  # answers preflight, then fails every call (500)
         result, data = report(
-            recorded, "--live", "--server", server.url, "-k", "date and prose and (cold or history)"
+            recorded,
+            "--live",
+            "--cardprobe-server",
+            server.url,
+            "-k",
+            "date and prose and (cold or history)",
         )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert data["gate"]["decision"] == "inconclusive"
@@ -152,17 +161,17 @@ def test_bad_baseline_is_a_usage_error_before_any_test(
         err = result.stderr.str()
         assert "cardprobe-baseline.json" in err and said in err, err
         assert "Traceback" not in err + result.stdout.str()
-    # --update-baseline is how a broken baseline is replaced, so it does not stop on one.
-    update, _ = report(recorded, "-k", "date", "--update-baseline")
+    # --cardprobe-update-baseline is how a broken baseline is replaced, so it does not stop on one.
+    update, _ = report(recorded, "-k", "date", "--cardprobe-update-baseline")
     assert update.ret == 0, update.stdout.str()
     update.stdout.fnmatch_lines(["replacing a baseline that could not be read: *"])
     assert json.loads(path.read_text())["format"] == 1
 
 
 def test_update_baseline_is_stable_and_atomic(recorded: pytest.Pytester) -> None:
-    report(recorded, "--update-baseline")
+    report(recorded, "--cardprobe-update-baseline")
     first = (recorded.path / "cardprobe-baseline.json").read_bytes()
-    report(recorded, "--update-baseline", "-n", "2")
+    report(recorded, "--cardprobe-update-baseline", "-n", "2")
     assert (recorded.path / "cardprobe-baseline.json").read_bytes() == first
     assert not list(recorded.path.glob(".cardprobe-baseline.json.*"))
     assert list(json.loads(first)["arms"]) == sorted(json.loads(first)["arms"])

@@ -673,22 +673,40 @@ HOSTILE: list[Hostile] = [
         ("cases", "--model", "a/../../b"),
     ),
     Hostile("model-control-char", ini(), USAGE, ("--model",), ("cases", "--model", "a\x1bb")),
-    Hostile("samples-option-101", ini(), USAGE, ("--samples", "100"), (*ONE, "--samples", "101")),
     Hostile(
-        "timeout-inf", ini(), USAGE, ("--request-timeout",), (*ONE, "--request-timeout", "inf")
+        "samples-option-101",
+        ini(),
+        USAGE,
+        ("--cardprobe-samples", "100"),
+        (*ONE, "--cardprobe-samples", "101"),
     ),
     Hostile(
-        "timeout-nan", ini(), USAGE, ("--request-timeout",), (*ONE, "--request-timeout", "nan")
+        "timeout-inf",
+        ini(),
+        USAGE,
+        ("--cardprobe-request-timeout",),
+        (*ONE, "--cardprobe-request-timeout", "inf"),
     ),
     Hostile(
-        "noise-floor-negative", ini(), USAGE, ("--noise-floor",), (*ONE, "--noise-floor", "-1")
+        "timeout-nan",
+        ini(),
+        USAGE,
+        ("--cardprobe-request-timeout",),
+        (*ONE, "--cardprobe-request-timeout", "nan"),
+    ),
+    Hostile(
+        "noise-floor-negative",
+        ini(),
+        USAGE,
+        ("--cardprobe-noise-floor",),
+        (*ONE, "--cardprobe-noise-floor", "-1"),
     ),
     Hostile(
         "cassette-dir-is-a-file",
         write("notadir", "x"),
         USAGE,
         ("notadir", "not a folder"),
-        (*ONE, "--cassette-dir", "notadir"),
+        (*ONE, "--cardprobe-cassette-dir", "notadir"),
     ),
     # ---------------------------------------------------------------- ini keys
     Hostile(
@@ -827,14 +845,14 @@ HOSTILE: list[Hostile] = [
         mkdir("dir"),
         USAGE,
         ("dir", "is a directory"),
-        (*ONE, "--baseline", "dir", "--update-baseline"),
+        (*ONE, "--cardprobe-baseline", "dir", "--cardprobe-update-baseline"),
     ),
     Hostile(
         "baseline-update-below-file",
         write("file", "x"),
         USAGE,
         ("file", "is a file, not a folder"),
-        (*ONE, "--baseline", "file/b.json", "--update-baseline"),
+        (*ONE, "--cardprobe-baseline", "file/b.json", "--cardprobe-update-baseline"),
     ),
     # ---------------------------------------------------------------- report paths
     Hostile(
@@ -961,10 +979,10 @@ def test_sigkill_during_update_baseline_leaves_the_old_baseline_then_a_new_one(
     (hostile_project / "conftest.py").write_text(BLOCKING_CONFTEST)
     baseline_file = hostile_project / "cardprobe-baseline.json"
     old = baseline_file.read_bytes()
-    kill_during_write(hostile_project, *ONE, "--update-baseline")
+    kill_during_write(hostile_project, *ONE, "--cardprobe-update-baseline")
     assert baseline_file.read_bytes() == old, "the baseline is not the old one after the kill"
     assert len(list(hostile_project.glob(".cardprobe-baseline.json.*.tmp"))) == 1
-    result = pytester.runpytest("-p", "no:cacheprovider", *ONE, "--update-baseline")
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE, "--cardprobe-update-baseline")
     assert result.ret == OK, result.stdout.str()
     new = baseline_file.read_bytes()
     assert new != old
@@ -1047,7 +1065,14 @@ def test_a_refused_server_ends_a_live_suite_in_seconds(
     before = _recordings(hostile_project)
     started = time.monotonic()
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "cases", "-k", "prose", "--live", "--server", "127.0.0.1:9"
+        "-p",
+        "no:cacheprovider",
+        "cases",
+        "-k",
+        "prose",
+        "--live",
+        "--cardprobe-server",
+        "127.0.0.1:9",
     )
     took = time.monotonic() - started
     said = result.stdout.str() + result.stderr.str()

@@ -28,7 +28,7 @@ def passing_baseline(project: pytest.Pytester, *cases: tuple[str, str]) -> None:
     """Record a baseline in which these (case, card) pairs pass on prose/cold."""
     for case, card in cases:
         set_replies(cassette(project, case, "prose", "cold"), content=card)
-    result, _ = report(project, "--update-baseline", "-k", "prose and cold")
+    result, _ = report(project, "--cardprobe-update-baseline", "-k", "prose and cold")
     assert result.ret == 0, result.stdout.str()
 
 
@@ -144,9 +144,9 @@ def test_a_regression_in_a_passing_run_still_exits_1(recorded: pytest.Pytester) 
     """The gate is added to pytest's status: an adoption drop fails a run with no failures."""
     body = [{"type": "Input.Date", "id": "day", "label": "Day"}]
     set_replies(cassette(recorded, "date", "tool", "cold"), tool_body=body)
-    assert report(recorded, "--update-baseline")[0].ret == 0
+    assert report(recorded, "--cardprobe-update-baseline")[0].ret == 0
     set_replies(cassette(recorded, "date", "tool", "cold"), content=json.dumps(body))
-    result, data = report(recorded, "-k", "date and tool and cold", "--noise-floor", "0")
+    result, data = report(recorded, "-k", "date and tool and cold", "--cardprobe-noise-floor", "0")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert data["gate"]["decision"] == "fail"

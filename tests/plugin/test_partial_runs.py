@@ -191,7 +191,7 @@ def test_quiet_keeps_every_reason_the_gate_failed(tools_project: pytest.Pytester
     assert board[1].startswith("gate: fail — 1 regression(s)")
     assert board[2] == (
         f"  REGRESSION: canary {CANARY}: supported -> supportedButDeclines; accept it with "
-        "--update-baseline if intended"
+        "--cardprobe-update-baseline if intended"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from faultserver import fault_server
 
 CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused
 
@@ -10,7 +11,15 @@ CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, the connecti
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 def test_unreachable_server_is_one_usage_error(project: pytest.Pytester, xdist: list[str]) -> None:
     result = project.runpytest(
-        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", CLOSED, *xdist
+        "-p",
+        "no:cacheprovider",
+        "cases",
+        "--live",
+        "--model",
+        "m",
+        "--cardprobe-server",
+        CLOSED,
+        *xdist,
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
@@ -25,7 +34,7 @@ def test_unreachable_server_is_one_usage_error(project: pytest.Pytester, xdist: 
 
 def test_replay_never_contacts_a_server(project: pytest.Pytester) -> None:
     result = project.runpytest(
-        "-p", "no:cacheprovider", "cases", "--model", "m", "--server", CLOSED
+        "-p", "no:cacheprovider", "cases", "--model", "m", "--cardprobe-server", CLOSED
     )
     # Not recorded, so every test errors, but no preflight stopped the run.
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -37,7 +46,7 @@ def test_the_preflight_error_shows_no_credentials_of_the_server_url(
 ) -> None:
     secret = "http://someone:pa55word-9@127.0.0.1:9/?api_key=k3y-9&region=eu"
     result = project.runpytest(
-        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--server", secret
+        "-p", "no:cacheprovider", "cases", "--live", "--model", "m", "--cardprobe-server", secret
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
@@ -57,3 +66,26 @@ def test_server_text_in_the_preflight_error_is_escaped(monkeypatch: pytest.Monke
     shown = str(raised.value)
     assert "\x1b" not in shown and "\x07" not in shown
     assert "it lists: \\x1b[2Jx\\x07, y" in shown
+
+
+def test_the_preflight_sends_the_headers_and_token_of_every_request(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server behind a gateway that wants a header and a bearer token: the run starts."""
+    monkeypatch.setenv("GATEWAY_KEY", "k-42")
+    monkeypatch.setenv("CARDPROBE_API_KEY", "t-7")
+    project.makeini(
+        "[pytest]\ncardprobe_retries = 0\ncardprobe_breaker = 2\n"
+        "cardprobe_headers =\n    X-Gateway-Key: ${GATEWAY_KEY}\n"
+    )
+    with fault_server() as server:
+        server.required = {"X-Gateway-Key": "k-42", "Authorization": "Bearer t-7"}
+        result = project.runpytest(
+            "-p", "no:cacheprovider", "cases", "--live", "--model", "m",
+            "--cardprobe-server", server.url, "-k", "date and prose and cold",
+        )  # fmt: skip
+    err = result.stderr.str()
+    assert "preflight" not in err, err
+    assert server.refused == []  # every request, the preflight's included, got through
+    assert server.chats  # the tests ran and asked (the stand-in answers chats with 500)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -12,22 +12,23 @@ from faultserver import fault_server
 
 # The original four arms (the suite's retry, seeded and schema arms are not about modes).
 SLICE = (
-    "-k", "date or time", "--samples", "1", "--no-warmup",
-    "--channel", "prose", "--channel", "tool", "--condition", "cold", "--condition", "history",
+    "-k", "date or time", "--cardprobe-samples", "1", "--cardprobe-no-warmup",
+    "--cardprobe-channel", "prose", "--cardprobe-channel", "tool",
+    "--cardprobe-condition", "cold", "--cardprobe-condition", "history",
 )  # fmt: skip
 
 
 def asked(recorded: pytest.Pytester, *args: str) -> tuple[list[str], dict[str, str]]:
     recorded.makeini("[pytest]\ncardprobe_models = smollm2:135m\ncardprobe_retries = 0\n")
     with fault_server() as server:
-        _, data = report(recorded, "--server", server.url, *SLICE, *args)
+        _, data = report(recorded, "--cardprobe-server", server.url, *SLICE, *args)
     statuses = {t["nodeid"].split("::")[1]: t["status"] for t in data["tests"]}
     return server.chats, statuses
 
 
 def test_once_asks_only_tests_without_a_cassette(recorded: pytest.Pytester) -> None:
     cassette(recorded, "date", "tool", "cold").unlink()
-    chats, statuses = asked(recorded, "--record-mode", "once")
+    chats, statuses = asked(recorded, "--cardprobe-record-mode", "once")
     assert len(chats) == 1
     assert statuses.pop("date[smollm2:135m-tool-cold]") == "infra"
     assert len(statuses) == 7 and set(statuses.values()) <= {"passed", "failed"}
@@ -36,7 +37,7 @@ def test_once_asks_only_tests_without_a_cassette(recorded: pytest.Pytester) -> N
 def test_stale_also_asks_stale_tests(recorded: pytest.Pytester) -> None:
     prompt = recorded.path / "cases" / "prompts" / "tool.md"
     prompt.write_text(prompt.read_text() + "\nAlways answer with the tool.\n")
-    chats, statuses = asked(recorded, "--record-mode", "stale")
+    chats, statuses = asked(recorded, "--cardprobe-record-mode", "stale")
     # Only the tool channel's system prompt changed: 2 cases x 2 conditions are asked.
     assert len(chats) == 4
     assert sorted(k for k, v in statuses.items() if v == "infra") == sorted(
@@ -45,7 +46,7 @@ def test_stale_also_asks_stale_tests(recorded: pytest.Pytester) -> None:
         for cond in ("cold", "history")
     )
     # once leaves stale cassettes alone: they error as stale without asking.
-    chats, statuses = asked(recorded, "--record-mode", "once")
+    chats, statuses = asked(recorded, "--cardprobe-record-mode", "once")
     assert chats == []
     assert list(statuses.values()).count("error") == 4
 
@@ -57,16 +58,16 @@ def test_rewrite_asks_every_selected_test_and_live_is_its_short_form(
         "[pytest]\ncardprobe_models = smollm2:135m\n"
         "cardprobe_retries = 0\ncardprobe_breaker = 100\n"
     )
-    for flag in (("--record-mode", "rewrite"), ("--live",)):
+    for flag in (("--cardprobe-record-mode", "rewrite"), ("--live",)):
         with fault_server() as server:
-            report(recorded, "--server", server.url, *SLICE, *flag)
+            report(recorded, "--cardprobe-server", server.url, *SLICE, *flag)
         assert len(server.chats) == 8
 
 
 def test_live_with_another_record_mode_is_a_usage_error(recorded: pytest.Pytester) -> None:
-    result = recorded.runpytest("cases", "--live", "--record-mode", "once")
+    result = recorded.runpytest("cases", "--live", "--cardprobe-record-mode", "once")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--live means --record-mode rewrite*"])
+    result.stderr.fnmatch_lines(["*--live means --cardprobe-record-mode rewrite*"])
 
 
 @pytest.mark.parametrize(

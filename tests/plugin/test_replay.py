@@ -11,7 +11,7 @@ CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: a request that left
 
 
 def test_replay_needs_no_server_and_prints_the_scoreboard(recorded: pytest.Pytester) -> None:
-    result, data = report(recorded, "--server", CLOSED_PORT)
+    result, data = report(recorded, "--cardprobe-server", CLOSED_PORT)
     assert result.ret == 0, result.stdout.str()
     # Every test that is asked has a verdict; seeded and schema tests of the tool and retry
     # channels are left out at collection and leave no result.
@@ -71,7 +71,7 @@ def test_adjust_request_hook_applies_and_shows_as_stale(recorded: pytest.Pyteste
 
 
 def test_asking_for_more_samples_than_recorded_is_stale(recorded: pytest.Pytester) -> None:
-    result, _ = report(recorded, "-k", "date and prose and cold", "--samples", "3")
+    result, _ = report(recorded, "-k", "date and prose and cold", "--cardprobe-samples", "3")
     result.stdout.fnmatch_lines(["*stale cassette*holds 2 recorded call(s)*asked for more*"])
 
 
@@ -126,7 +126,7 @@ def test_infra_during_live_run_keeps_the_old_cassette(recorded: pytest.Pytester)
     # A server that answers preflight and then fails every call (500): infra mid-run.
     with fault_server() as server:
         result, data = report(
-            recorded, "--live", "--server", server.url, "-k", "date and prose and cold"
+            recorded, "--live", "--cardprobe-server", server.url, "-k", "date and prose and cold"
         )
     assert data["tests"][0]["status"] == "infra"
     assert path.read_bytes() == old

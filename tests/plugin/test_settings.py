@@ -27,8 +27,10 @@ def test_a_bad_ini_number_is_a_usage_error_naming_the_key(
 
 
 def test_command_line_wins_over_ini(recorded: pytest.Pytester) -> None:
-    # An ini floor of 0 would fail the gate on any lost case; --noise-floor 5 is what counts.
+    # An ini floor of 0 would fail the gate on any lost case; --cardprobe-noise-floor 5 counts.
     recorded.makeini("[pytest]\ncardprobe_models = smollm2:135m\ncardprobe_noise_floor = 0\n")
-    result = recorded.runpytest("cases", "-k", "date and prose and cold", "--noise-floor", "5")
+    result = recorded.runpytest(
+        "cases", "-k", "date and prose and cold", "--cardprobe-noise-floor", "5"
+    )
     out = result.stdout.str()
     assert "±5" in out, out

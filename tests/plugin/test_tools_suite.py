@@ -107,9 +107,9 @@ def test_lint_warns_and_strict_tools_stops_the_run(tools_project: pytest.Pyteste
         in out
     )
     assert ":0: ToolLintWarning" not in out
-    strict, _ = run(tools_project, "--strict-tools")
+    strict, _ = run(tools_project, "--cardprobe-strict-tools")
     assert strict.ret == pytest.ExitCode.USAGE_ERROR
-    assert f"{finding} (--strict-tools)" in strict.stderr.str()
+    assert f"{finding} (--cardprobe-strict-tools)" in strict.stderr.str()
 
 
 def test_gate_fails_on_three_lost_cases(tools_project: pytest.Pytester) -> None:

@@ -201,7 +201,7 @@ class TestCanary:
         assert gate.canary_changes == [CanaryChange("tools/m", "supported", "supportedButDeclines")]
         assert gate.regressions == [
             "canary tools/m: supported -> supportedButDeclines; accept it with "
-            "--update-baseline if intended"
+            "--cardprobe-update-baseline if intended"
         ]
         assert gate.to_dict()["canary"] == {"tools/m": "supportedButDeclines"}
         lines = scoreboard_lines(arms, gate)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import tomllib
 from pathlib import Path
 
@@ -115,15 +116,114 @@ def test_keys_already_set_are_kept_and_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\ncardprobe_models = ["mine:7b"]\n'
+        f'[tool.pytest.ini_options]\ntestpaths = ["{STARTER_DIR}"]\n'
+        'cardprobe_models = ["mine:7b"]\n'
     )
     before = (tmp_path / "pyproject.toml").read_text()
     assert init(tmp_path) == 0  # nothing to change in an existing file: no --force needed
     assert (tmp_path / "pyproject.toml").read_text() == before
-    out = capsys.readouterr().out
-    assert "testpaths is set already (tests); kept" in out
-    assert "cardprobe_models is set already (mine:7b); kept" in out
+    assert "cardprobe_models is set already (mine:7b); kept" in capsys.readouterr().out
     assert (tmp_path / SUITE).is_file()
+
+
+def test_testpaths_without_the_starter_is_named_and_force_adds_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]  # mine\ncardprobe_models = ["m:7b"]\n'
+    )
+    before = snapshot(tmp_path)
+    assert init(tmp_path) == 1
+    assert snapshot(tmp_path) == before
+    err = capsys.readouterr().err
+    assert f"add {STARTER_DIR} to testpaths in [tool.pytest.ini_options]" in err
+    assert f"testpaths (tests) does not include {STARTER_DIR}, so pytest would not collect" in err
+    assert init(tmp_path, "--force") == 0
+    assert "testpaths (tests) does not include" in capsys.readouterr().out
+    text = pyproject.read_text()
+    assert f'testpaths = ["tests", "{STARTER_DIR}"]  # mine' in text
+    assert tomllib.loads(text)["tool"]["pytest"]["ini_options"] == {
+        "testpaths": ["tests", STARTER_DIR],
+        "cardprobe_models": ["m:7b"],
+    }
+
+
+def test_force_adds_the_starter_to_a_multi_line_ini_testpaths(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n    docs\naddopts = -q\n")
+    assert init(tmp_path, "--force") == 0
+    assert (tmp_path / "pytest.ini").read_text() == (
+        f"[pytest]\ntestpaths = tests\n    docs {STARTER_DIR}\naddopts = -q\n"
+        f"cardprobe_models = {DEFAULT_MODEL}\n"
+    )
+
+
+def test_a_multi_line_toml_testpaths_gets_the_starter(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = [\n    "tests",  # unit\n    "e2e",\n]\n'
+    )
+    assert init(tmp_path, "--force") == 0
+    data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert data["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests", "e2e", STARTER_DIR]
+
+
+def test_crlf_and_a_bom_are_kept_and_old_lines_are_byte_for_byte_the_same(
+    tmp_path: Path,
+) -> None:
+    ini = b"[pytest]\r\naddopts = -q\r\n\r\n[other]\r\nx = 1\r\n"
+    (tmp_path / "pytest.ini").write_bytes(ini)
+    toml = b'\xef\xbb\xbf[project]\r\nname = "app"\r\n'
+    (tmp_path / "pyproject.toml").write_bytes(toml)
+    assert init(tmp_path, "--force") == 0
+    data = (tmp_path / "pytest.ini").read_bytes()
+    assert data.startswith(b"[pytest]\r\naddopts = -q\r\n")
+    assert data.endswith(b"\r\n\r\n[other]\r\nx = 1\r\n")
+    assert data.count(b"\n") == data.count(b"\r\n")  # no bare LF added
+    (tmp_path / "pytest.ini").unlink()
+    assert init(tmp_path, "--force") == 0
+    data = (tmp_path / "pyproject.toml").read_bytes()
+    assert data.startswith(toml) and data.count(b"\n") == data.count(b"\r\n")
+    assert tomllib.loads(data[3:].decode())["tool"]["pytest"]["ini_options"]["testpaths"] == [
+        STARTER_DIR
+    ]
+
+
+def test_a_config_file_that_is_not_utf8_is_refused_not_rewritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pytest.ini").write_bytes(b"[pytest]\n# caf\xe9\naddopts = -q\n")
+    assert init(tmp_path, "--force") == 1
+    assert "pytest.ini: not UTF-8 text" in capsys.readouterr().err
+    assert (tmp_path / "pytest.ini").read_bytes() == b"[pytest]\n# caf\xe9\naddopts = -q\n"
+
+
+def test_an_edited_config_file_keeps_its_mode(tmp_path: Path) -> None:
+    config = tmp_path / "pytest.ini"
+    config.write_text("[pytest]\naddopts = -q\n")
+    config.chmod(0o664)
+    assert init(tmp_path, "--force") == 0
+    assert config.stat().st_mode & 0o777 == 0o664
+
+
+@pytest.mark.parametrize("model", ["", "  ", "a b", "../x"])
+def test_a_model_name_that_cannot_be_one_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        init(tmp_path, "--model", model)
+    assert exited.value.code == 2
+    assert f"--model {model!r}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_starter_call_suite_reads_the_tools_file_init_writes_next_to_it(
+    tmp_path: Path,
+) -> None:
+    assert init(tmp_path) == 0
+    folder = tmp_path / STARTER_DIR
+    assert "\ntools: tools.json\n" in (folder / f"{STARTER_TOOLS_SUITE}.yaml").read_text()
+    suite = load_suite(folder / f"{STARTER_TOOLS_SUITE}.yaml")
+    assert list(suite.tools) == json.loads((folder / "tools.json").read_text())
 
 
 def test_pyproject_without_pytest_config_gets_a_table(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_cardprobe.glue.failure import describe
 from pytest_cardprobe.judge.call import ModelTurn, judge_calls
 from pytest_cardprobe.judge.card import infra_verdict, judge_card, truncated_verdict
 from pytest_cardprobe.suite.calls import CallSpec, Expectation, FinalCheck, Matcher
@@ -119,7 +120,7 @@ def test_label_shape_and_the_class_said_once(judge: str, verdict: Verdict) -> No
         assert _first_word(label) in (*CARD_WORDS, name), label
     record = SampleRecord.from_verdict(0, "content", verdict, "", None)
     result = ProbeResult("t", "s", "m", "c", "cold", "case", "failed", samples=[record])
-    line = result.describe().splitlines()[1]
+    line = describe(result).splitlines()[1]
     assert len(re.findall(rf"(?<![\w-]){name}(?![\w-])", line)) == 1, line
     assert with_class(label, name) in line
 

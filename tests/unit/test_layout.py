@@ -193,14 +193,8 @@ def test_no_module_imports_itself_back_through_others() -> None:
     assert cycles(import_graph()) == []
 
 
-#: Modules being split on other branches as this lands; emptied when they merge.
-PENDING_SPLIT = {
-    "pytest_cardprobe/glue/options.py",
-}
-
-
 def test_no_module_is_bigger_than_the_limit() -> None:
-    assert {line.split(":")[0] for line in oversized()} == PENDING_SPLIT
+    assert oversized() == []
 
 
 def test_the_package_top_holds_only_the_entry_points_and_the_leaves() -> None:

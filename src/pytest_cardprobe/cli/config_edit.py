@@ -6,6 +6,7 @@ the result is parsed again and compared with the original before it is written.
 
 from __future__ import annotations
 
+import codecs
 import configparser
 import copy
 import re
@@ -31,6 +32,7 @@ class Change:
     existed: bool
     summary: str
     added_lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _toml_value(values: Sequence[str]) -> str:
@@ -52,22 +54,97 @@ def _as_list(value: object) -> list[str]:
 
 
 def _keep_notes(existing: dict[str, Any], where: str, wanted_models: Sequence[str]) -> list[str]:
-    """What init leaves alone in a config file, and what the user may want to do about it."""
-    notes = []
+    """What init leaves alone in a config file (models already set)."""
     models = existing.get("cardprobe_models")
     if models is not None and _as_list(models) != _wanted(wanted_models)["cardprobe_models"]:
-        notes.append(
-            f"{where}: cardprobe_models is set already ({' '.join(_as_list(models))}); kept"
-        )
+        return [f"{where}: cardprobe_models is set already ({' '.join(_as_list(models))}); kept"]
+    return []
+
+
+def _lacks_starter(existing: dict[str, Any]) -> list[str] | None:
+    """The ``testpaths`` already set when they leave the starter folder out, else None."""
     paths = existing.get("testpaths")
-    if paths is not None:
-        listed = _as_list(paths)
-        if STARTER_DIR not in listed:
-            notes.append(
-                f"{where}: testpaths is set already ({' '.join(map(str, listed))}); kept — add "
-                f"{STARTER_DIR} to it, or run `pytest {STARTER_DIR}`, to collect the starter"
-            )
-    return notes
+    if paths is None or STARTER_DIR in _as_list(paths):
+        return None
+    return _as_list(paths)
+
+
+def _testpaths_note(where: str, listed: list[str], added: bool) -> str:
+    said = f"{where}: testpaths ({' '.join(listed)}) does not include {STARTER_DIR}, so pytest "
+    if added:
+        return said + f"would not collect the starter; init adds {STARTER_DIR} to it"
+    return said + (
+        f"will not collect the starter; add {STARTER_DIR} to it yourself (init edits only a "
+        f"list written on its own lines), or run `pytest {STARTER_DIR}`"
+    )
+
+
+def _section_span(rows: list[str], header: re.Pattern[str], any_header: re.Pattern[str]) -> range:
+    """The rows after the header that matches, up to the next section's header."""
+    start = next(i for i, row in enumerate(rows) if header.match(row))
+    end = next((i for i in range(start + 1, len(rows)) if any_header.match(rows[i])), len(rows))
+    return range(start + 1, end)
+
+
+def _array_end(text: str, start: int) -> int | None:
+    """Index of the ``]`` closing the TOML array opened at ``text[start]``, or None."""
+    depth, quote, i = 0, "", start
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\" and quote == '"':
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+            continue
+        elif char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _toml_with_starter_path(text: str, section: re.Pattern[str]) -> str | None:
+    """``text`` with the starter folder added to the section's ``testpaths`` array, or None."""
+    rows = text.splitlines(keepends=True)
+    span = _section_span(rows, section, TOML_HEADER)
+    offset = sum(len(r) for r in rows[: span.start])
+    body = "".join(rows[span.start : span.stop])
+    found = re.search(r"^[ \t]*testpaths[ \t]*=[ \t]*\[", body, re.M)
+    end = _array_end(body, found.end() - 1) if found else None
+    if found is None or end is None:
+        return None
+    inner = body[found.end() : end]
+    kept = inner.rstrip()
+    comma = "" if not kept.strip() or kept.endswith(",") else ","
+    space = " " if kept.strip() else ""
+    new_inner = kept + comma + space + _toml_string(STARTER_DIR) + inner[len(kept) :]
+    at = offset + found.end()
+    return text[:at] + new_inner + text[offset + end :]
+
+
+def _ini_with_starter_path(text: str, section: re.Pattern[str], nl: str) -> str | None:
+    """``text`` with the starter folder added to the section's ``testpaths`` line, or None."""
+    rows = text.splitlines(keepends=True)
+    span = _section_span(rows, section, INI_HEADER)
+    first = next((i for i in span if re.match(r"testpaths\s*[=:]", rows[i])), None)
+    if first is None:
+        return None
+    last = first
+    while last + 1 < span.stop and rows[last + 1][:1] in (" ", "\t") and rows[last + 1].strip():
+        last += 1
+    row = rows[last]
+    body = row.rstrip("\r\n")
+    rows[last] = f"{body} {STARTER_DIR}{row[len(body) :] or nl}"
+    return "".join(rows)
 
 
 # A line that starts a section: ``[name]`` at column 0 in ini files; ``[a.b]`` or ``[[a]]``,
@@ -76,26 +153,53 @@ INI_HEADER = re.compile(r"^\[")
 TOML_HEADER = re.compile(r"""^\s*\[\[?\s*[\w"'.\- ]+\]\]?\s*(#.*)?$""")
 
 
+def read_config(path: Path) -> tuple[str, str, str]:
+    """A config file's text as it is (line ends kept), its line end and its byte-order mark.
+
+    Edits add lines with the line end most of the file uses and keep a UTF-8 BOM, so a CRLF
+    file stays CRLF; a file that is not UTF-8 is refused rather than rewritten in another
+    encoding.
+    """
+    data = path.read_bytes()
+    bom = "\ufeff" if data.startswith(codecs.BOM_UTF8) else ""
+    try:
+        text = data[len(bom.encode()) :].decode("utf-8")
+    except UnicodeDecodeError:
+        raise InitError(
+            f"{path}: not UTF-8 text; init edits UTF-8 files only, add its lines yourself"
+        ) from None
+    newline = "\r\n" if text.count("\r\n") * 2 > text.count("\n") else "\n"
+    return text, newline, bom
+
+
+def _appended(text: str, block: list[str], nl: str) -> str:
+    """``block`` (lines) after ``text``, one blank line between them."""
+    sep = (
+        "" if not text or text.endswith(2 * nl) else (nl if text.endswith(("\n", "\r")) else 2 * nl)
+    )
+    return text + sep + "".join(f"{line}{nl}" for line in block)
+
+
 def _insert_after_section(
-    text: str, header: re.Pattern[str], lines: list[str], any_header: re.Pattern[str]
+    text: str, header: re.Pattern[str], lines: list[str], any_header: re.Pattern[str], nl: str
 ) -> str:
     """``lines`` added at the end of the section whose header matches, before the next one."""
     rows = text.splitlines(keepends=True)
-    start = next(i for i, row in enumerate(rows) if header.match(row))
-    end = next((i for i in range(start + 1, len(rows)) if any_header.match(rows[i])), len(rows))
+    span = _section_span(rows, header, any_header)
     # Insert after the section's last line with content, so blank lines stay between sections.
-    last = end
-    while last > start + 1 and not rows[last - 1].strip():
+    last = span.stop
+    while last > span.start and not rows[last - 1].strip():
         last -= 1
-    if rows[last - 1] and not rows[last - 1].endswith("\n"):
-        rows[last - 1] += "\n"
-    return "".join([*rows[:last], *(f"{line}\n" for line in lines), *rows[last:]])
+    if rows[last - 1] and not rows[last - 1].endswith(("\n", "\r")):
+        rows[last - 1] += nl
+    return "".join([*rows[:last], *(f"{line}{nl}" for line in lines), *rows[last:]])
 
 
 def _toml_change(path: Path, table: tuple[str, ...], models: Sequence[str]) -> Change | list[str]:
     """Add the missing keys to ``table`` of a TOML file; notes instead when nothing is added."""
-    text = path.read_text(encoding="utf-8")
+    text, nl, bom = read_config(path)
     shown = ".".join(table)
+    where = f"{path.name} [{shown}]"
     try:
         before = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -105,15 +209,27 @@ def _toml_change(path: Path, table: tuple[str, ...], models: Sequence[str]) -> C
         current = current.get(part, {}) if isinstance(current, dict) else {}
     existing = dict(current) if isinstance(current, dict) else {}
     add = {k: v for k, v in _wanted(models).items() if k not in existing}
-    notes = _keep_notes(existing, f"{path.name} [{shown}]", models)
-    if not add:
-        return notes
-    lines = [f"{key} = {_toml_value(values)}" for key, values in add.items()]
+    notes = _keep_notes(existing, where, models)
     pattern = re.compile(
         r"^\s*\[\s*" + r"\s*\.\s*".join(map(re.escape, table)) + r"\s*\]\s*(#.*)?$"
     )
-    if any(pattern.match(row) for row in text.splitlines()):
-        new = _insert_after_section(text, pattern, lines, TOML_HEADER)
+    has_header = any(pattern.match(row) for row in text.splitlines())
+    listed, extended = _lacks_starter(existing), None
+    if listed is not None:
+        extended = _toml_with_starter_path(text, pattern) if has_header else None
+        notes.append(_testpaths_note(where, listed, extended is not None))
+    if not add and extended is None:
+        return notes
+    lines = [f"{key} = {_toml_value(values)}" for key, values in add.items()]
+    expected = dict(add)
+    if extended is not None and listed is not None:
+        text = extended
+        expected["testpaths"] = [*listed, STARTER_DIR]
+        lines.append(f"testpaths = {_toml_value(expected['testpaths'])}")
+    if not add:
+        new, summary = text, f"add {STARTER_DIR} to testpaths in [{shown}]"
+    elif has_header:
+        new = _insert_after_section(text, pattern, lines[: len(add)], TOML_HEADER, nl)
         summary = f"add to [{shown}]"
     elif existing or _table_defined(before, table):
         raise InitError(
@@ -121,12 +237,11 @@ def _toml_change(path: Path, table: tuple[str, ...], models: Sequence[str]) -> C
             f"inline table); add these lines to it yourself: " + "; ".join(lines)
         )
     else:
-        sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-        new = text + sep + f"[{shown}]\n" + "".join(f"{line}\n" for line in lines)
         lines = [f"[{shown}]", *lines]
+        new = _appended(text, lines, nl)
         summary = f"add a [{shown}] table"
-    _check_toml_kept(path, before, new, table, add)
-    return Change(path, new, True, summary, lines)
+    _check_toml_kept(path, before, new, table, expected)
+    return Change(path, bom + new, True, summary, lines, notes)
 
 
 def _table_defined(data: dict[str, Any], table: tuple[str, ...]) -> bool:
@@ -185,32 +300,47 @@ def _read_ini(path: Path, text: str) -> configparser.RawConfigParser:
 def _ini_change(path: Path, section: str, models: Sequence[str]) -> Change | list[str]:
     """Add the missing keys to ``[section]`` of an ini-style file (created when missing)."""
     existed = path.exists()
-    text = path.read_text(encoding="utf-8") if existed else ""
+    text, nl, bom = read_config(path) if existed else ("", "\n", "")
+    where = f"{path.name} [{section}]"
     before = _read_ini(path, text)
     existing = dict(before.items(section)) if before.has_section(section) else {}
     add = {k: v for k, v in _wanted(models).items() if k not in existing}
-    notes = _keep_notes(existing, f"{path.name} [{section}]", models)
-    if not add:
+    notes = _keep_notes(existing, where, models)
+    header = re.compile(r"^\[" + re.escape(section) + r"\]\s*$")
+    listed, extended = _lacks_starter(existing), None
+    if listed is not None:
+        extended = _ini_with_starter_path(text, header, nl)
+        notes.append(_testpaths_note(where, listed, extended is not None))
+    if not add and extended is None:
         return notes
     lines = _ini_lines(add)
-    if before.has_section(section):
-        header = re.compile(r"^\[" + re.escape(section) + r"\]\s*$")
-        new = _insert_after_section(text, header, lines, INI_HEADER)
+    changed = dict(existing)
+    if extended is not None and listed is not None:
+        text = extended
+        changed["testpaths"] = " ".join([*listed, STARTER_DIR])
+        lines.append(f"testpaths = {changed['testpaths']}")
+    if not add:
+        new, summary = text, f"add {STARTER_DIR} to testpaths in [{section}]"
+    elif before.has_section(section):
+        new = _insert_after_section(text, header, _ini_lines(add), INI_HEADER, nl)
         summary = f"add to [{section}]"
     else:
-        sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-        new = text + sep + f"[{section}]\n" + "".join(f"{line}\n" for line in lines)
         lines = [f"[{section}]", *lines]
+        new = _appended(text, lines, nl)
         summary = f"add a [{section}] section" if existed else f"create with a [{section}] section"
     after = _read_ini(path, new)
     kept = all(
         after.has_section(s) and dict(after.items(s)) == dict(before.items(s))
         for s in before.sections()
         if s != section
-    ) and all(after.get(section, k) == v for k, v in existing.items())
+    ) and all(
+        (after.get(section, k).split() if k == "testpaths" else after.get(section, k))
+        == (v.split() if k == "testpaths" else v)
+        for k, v in changed.items()
+    )
     if not kept or not all(after.has_option(section, k) for k in add):
         raise InitError(f"{path}: could not add the ini lines without changing other content")
-    return Change(path, new, existed, summary, lines)
+    return Change(path, bom + new, existed, summary, lines, notes)
 
 
 def config_change(root: Path, models: Sequence[str]) -> Change | list[str]:
@@ -228,7 +358,7 @@ def config_change(root: Path, models: Sequence[str]) -> Change | list[str]:
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         try:
-            tool_pytest = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            tool_pytest = tomllib.loads(read_config(pyproject)[0])
         except tomllib.TOMLDecodeError as exc:
             raise InitError(f"{pyproject}: not valid TOML ({exc}); fix it first") from None
         tool_pytest = tool_pytest.get("tool", {}).get("pytest", {})
@@ -238,9 +368,7 @@ def config_change(root: Path, models: Sequence[str]) -> Change | list[str]:
             return _toml_change(pyproject, ("tool", "pytest", "ini_options"), models)
     for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
         path = root / name
-        if path.is_file() and _read_ini(path, path.read_text(encoding="utf-8")).has_section(
-            section
-        ):
+        if path.is_file() and _read_ini(path, read_config(path)[0]).has_section(section):
             return _ini_change(path, section, models)
     if pyproject.is_file():
         return _toml_change(pyproject, ("tool", "pytest", "ini_options"), models)

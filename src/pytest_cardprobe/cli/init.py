@@ -18,6 +18,7 @@ from typing import Any
 from pytest_cardprobe.cli.config_edit import Change, InitError, config_change
 from pytest_cardprobe.cli.starter import DEFAULT_MODEL, starter_files
 from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.types import model_problem
 
 
 @dataclass
@@ -68,6 +69,8 @@ def run(root: Path, models: Sequence[str], force: bool, out: Any = None) -> int:
             print(f"  {_shown(change.path, root)}: {change.summary}", file=sys.stderr)
             for line in change.added_lines:
                 print(f"      + {line}", file=sys.stderr)
+            for note in change.notes:
+                print(f"    note: {note}", file=sys.stderr)
         print(
             "run again with --force to write them (ini keys already set are kept)", file=sys.stderr
         )
@@ -79,7 +82,7 @@ def run(root: Path, models: Sequence[str], force: bool, out: Any = None) -> int:
             print(f"    + {line}", file=out)
     if not todo.changes:
         print("init: the starter is in place already; nothing to do", file=out)
-    for note in todo.notes:
+    for note in [*todo.notes, *(n for change in todo.changes for n in change.notes)]:
         print(f"note: {note}", file=out)
     print(
         "next: start your model server, then `pytest --live` records the starter's cassettes "
@@ -106,9 +109,14 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="overwrite starter files and add to existing config files (set keys are kept)",
+        help="overwrite starter files and add to existing config files (set keys are kept; "
+        "the starter folder is added to a testpaths that lacks it)",
     )
     args = parser.parse_args(list(argv))
+    for model in args.models or ():
+        problem = model_problem(model)
+        if problem:
+            parser.error(f"--model {model!r} {problem}")
     root = Path(args.dir)
     if root.exists() and not root.is_dir():
         parser.error(f"{root} is not a folder")

@@ -6,7 +6,9 @@ new project starts out asking the way the shipped suite does; only the questions
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -67,11 +69,13 @@ cases:
 
 # A call suite: does the model call the tools your application declares, with the right
 # arguments, and leave them alone when no tool fits? Its prompt comes from the built-in
-# tools suite; the tools are declared inline here (point `tools:` at a JSON or YAML file to
-# use the very file your application sends).
+# tools suite; its tools are read from the tools.json init writes next to it, the way a
+# suite reads the very file an application sends.
 _TOOLS_SUITE = """\
-# A starter call suite, written by `python -m pytest_cardprobe init`. Replace the tools with
-# yours; each case says which call a good answer makes, or that no tool fits.
+# A starter call suite, written by `python -m pytest_cardprobe init`. Its tools come from
+# tools.json next to this file: point `tools:` at the tools file your application sends
+# (JSON or YAML, relative to this file), so the suite probes what you really ship. Each case
+# says which call a good answer makes, or that no tool fits.
 cardprobe: 1
 name: {name}
 judge: call
@@ -81,27 +85,7 @@ prompts:
   call: prompts/call.md
 options:
   num_predict: 160
-tools:
-  - type: function
-    function:
-      name: get_weather
-      description: Current weather for one city.
-      parameters:
-        type: object
-        properties:
-          city: {{type: string, description: The city name, e.g. Lisbon.}}
-          unit: {{type: string, enum: [celsius, fahrenheit], description: Temperature unit.}}
-        required: [city]
-  - type: function
-    function:
-      name: set_reminder
-      description: Remind the user of something at a given time today.
-      parameters:
-        type: object
-        properties:
-          text: {{type: string, description: What to remind the user of.}}
-          time: {{type: string, description: Time of day as HH:MM, 24-hour clock.}}
-        required: [text, time]
+tools: {tools}
 cases:
   - id: weather_lisbon
     prompt: Is it raining in Lisbon right now?
@@ -119,6 +103,48 @@ cases:
     expect:
       no_call: true
 """
+
+#: The starter's tools file, in the OpenAI/Ollama ``tools`` shape an application sends.
+STARTER_TOOLS_FILE = "tools.json"
+_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for one city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "The city name, e.g. Lisbon."},
+                    "unit": {
+                        "type": "string",
+                        "enum": ["celsius", "fahrenheit"],
+                        "description": "Temperature unit.",
+                    },
+                },
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "set_reminder",
+            "description": "Remind the user of something at a given time today.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "What to remind the user of."},
+                    "time": {
+                        "type": "string",
+                        "description": "Time of day as HH:MM, 24-hour clock.",
+                    },
+                },
+                "required": ["text", "time"],
+            },
+        },
+    },
+]
 
 # Blocks taken from the built-in cards suite, with what each is for.
 _SHARED = (
@@ -149,7 +175,10 @@ def starter_files(root: Path) -> dict[Path, str]:
         files[folder / "prompts" / f"{channel}.md"] = source.read_text(encoding="utf-8")
     tools = builtin_suite_path("tools")
     tools_data = yaml.safe_load(tools.read_text(encoding="utf-8"))
-    files[folder / f"{STARTER_TOOLS_SUITE}.yaml"] = _TOOLS_SUITE.format(name=STARTER_TOOLS_SUITE)
+    files[folder / f"{STARTER_TOOLS_SUITE}.yaml"] = _TOOLS_SUITE.format(
+        name=STARTER_TOOLS_SUITE, tools=STARTER_TOOLS_FILE
+    )
+    files[folder / STARTER_TOOLS_FILE] = json.dumps(_TOOLS, indent=2) + "\n"
     files[folder / "prompts" / "call.md"] = (
         tools.parent / tools_data["prompts"]["call"]
     ).read_text(encoding="utf-8")

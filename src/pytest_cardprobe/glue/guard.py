@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from pytest_cardprobe.files import MB, inside
+from pytest_cardprobe.glue.option_table import BY_NAME
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import SuiteLimits
+from pytest_cardprobe.wire.slots import private_dir, slot_dir
 
 
 def _arg_path(arg: str, invoked: Path) -> Path:
@@ -84,36 +86,37 @@ def check_outputs(config: pytest.Config, settings: Settings) -> list[str]:
     Called at configure time, before any test runs. A path typed on the command line may be
     anywhere; one from an ini key must stay inside the project (rootdir).
     """
-    opt = config.option
     errors: list[str] = []
-    named = {
-        "cardprobe_cassette_dir": (
-            settings.cassette_dir,
-            opt.cardprobe_cassette_dir,
-            "--cassette-dir",
-        ),
-        "cardprobe_baseline": (settings.baseline, opt.cardprobe_baseline, "--baseline"),
-    }
-    for key, (path, typed, flag) in named.items():
-        if typed is None and _outside(path, config):
+    for name in ("cassette_dir", "baseline"):
+        spec = BY_NAME[name]
+        path = getattr(settings, name)
+        if name not in settings.command_line and _outside(path, config):
             errors.append(
-                f"ini key {key}: {path} is outside the project ({config.rootpath}); "
-                f"use a path inside it, or give {flag} on the command line to mean it"
+                f"ini key {spec.ini}: {path} is outside the project ({config.rootpath}); "
+                f"use a path inside it, or give {spec.flag} on the command line to mean it"
             )
+    if settings.live:
+        try:  # created (or checked) now, so a foreign one stops the run before any request
+            private_dir(slot_dir())
+        except OSError as exc:
+            errors.append(str(exc))
     cassettes = settings.cassette_dir
     if cassettes.exists() and not cassettes.is_dir():
-        errors.append(f"cassette folder {cassettes} (--cassette-dir) is not a folder")
+        errors.append(f"cassette folder {cassettes} (--cardprobe-cassette-dir) is not a folder")
     if settings.live and not errors:
         problem = _writable_problem(cassettes / ".probe")
         if problem:
-            errors.append(f"cassette folder {cassettes} (--cassette-dir): {problem}")
+            errors.append(f"cassette folder {cassettes} (--cardprobe-cassette-dir): {problem}")
     # The baseline's content is read and checked once, by plugin.read_baseline; here only
-    # whether --update-baseline could write it.
+    # whether --cardprobe-update-baseline could write it.
     baseline = settings.baseline
     if settings.update_baseline:
         problem = _writable_problem(baseline)
         if problem:
-            errors.append(f"baseline {baseline} (--baseline with --update-baseline): {problem}")
+            errors.append(
+                f"baseline {baseline} (--cardprobe-baseline with --cardprobe-update-baseline): "
+                f"{problem}"
+            )
     for flag, report in (
         ("--cardprobe-json", settings.json_report),
         ("--cardprobe-md", settings.md_report),

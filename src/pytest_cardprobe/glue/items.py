@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cardprobe.glue.failure import describe
 from pytest_cardprobe.glue.hints import BUILTIN_PREFIX
 from pytest_cardprobe.glue.internal import InternalError, internal_report, run_secrets
 from pytest_cardprobe.score.outcome import KNOWN, Outcome, outcome_of
@@ -102,7 +103,7 @@ def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list
             errors.append(clash)
         state.note_suite(suite)
         if state.settings.strict_tools:
-            errors.extend(f"{f} (--strict-tools)" for f in tool_lint(suite))
+            errors.extend(f"{f} (--cardprobe-strict-tools)" for f in tool_lint(suite))
         probes = list(expand(suite, state.settings.models))
         errors.extend(f"{path}: {p}" for p in path_problems(state.settings.cassette_dir, probes))
     if found and not state.settings.models:
@@ -188,7 +189,7 @@ class ProbeFailed(Exception):
 
     def __str__(self) -> str:
         # Written when asked for: a known failure's report never shows it.
-        return self.result.describe()
+        return describe(self.result)
 
 
 class SuiteFile(pytest.File):
@@ -213,7 +214,7 @@ class SuiteFile(pytest.File):
         settings = state.settings
         findings = tool_lint(suite)
         if findings and settings.strict_tools:
-            state.collect_errors.extend(f"{f} (--strict-tools)" for f in findings)
+            state.collect_errors.extend(f"{f} (--cardprobe-strict-tools)" for f in findings)
             return
         for finding in findings:
             # At the finding's own file and line (Node.warn would say the suite's line 0).
@@ -258,7 +259,7 @@ class ProbeItem(pytest.Item):
         self.server: str | None = None
 
     def samples(self) -> int:
-        """--samples, else the samples(n) marker, else the suite's default."""
+        """--cardprobe-samples, else the samples(n) marker, else the suite's default."""
         from pytest_cardprobe.glue.state import get_state
 
         override = get_state(self.config).settings.samples
@@ -314,7 +315,7 @@ class ProbeItem(pytest.Item):
             if self.shown is not None and self.shown.kind == KNOWN:
                 return self.shown.reason  # what the report will show instead (xfailed)
             # Whole replies only when asked for (-vv); the reports always carry them.
-            return excinfo.value.result.describe(full=self.config.get_verbosity() >= 2)
+            return describe(excinfo.value.result, full=self.config.get_verbosity() >= 2)
         if isinstance(excinfo.value, CassetteProblem | InternalError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)

@@ -63,7 +63,7 @@ def exit_status(status: int, gate: Gate | None, failures: Failures, updating: bo
 
     A failing gate or a crashed worker turns 0 into 1. A failed run is lowered to 0 only
     when the gate passed and every failure is a flip (so within the noise floor), or a
-    model failure that ``--update-baseline`` is recording.
+    model failure that ``--cardprobe-update-baseline`` is recording.
     """
     if status == pytest.ExitCode.OK and ((gate is not None and gate.failed) or failures.crashed):
         return pytest.ExitCode.TESTS_FAILED
@@ -96,7 +96,7 @@ def decide_gate(
     results: Sequence[ProbeResult],
     problems: list[str] | None = None,
 ) -> Gate | None:
-    """Merge this run into the baseline (``--update-baseline``) or compare with the one
+    """Merge this run into the baseline (``--cardprobe-update-baseline``) or compare with the one
     loaded at start.
 
     A baseline that cannot be written is added to ``problems`` (when given; else raised).

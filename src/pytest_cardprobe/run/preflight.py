@@ -6,11 +6,13 @@ costs one message instead of one failed test (and its retries) per test.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.types import escape_control
-from pytest_cardprobe.wire.client import ChatClient, ClientSettings
+from pytest_cardprobe.wire.client import ChatClient
 from pytest_cardprobe.wire.errors import ClientError, InfraError, ModelNotFound
 from pytest_cardprobe.wire.identity import model_identity
 
@@ -21,13 +23,13 @@ def problems(settings: Settings) -> list[str]:
     """What stops a live run: unreachable servers and models a server does not have."""
     found: list[str] = []
     for server in settings.servers:
+        # The headers and bearer token of every other request (a gateway that wants them
+        # must let the preflight through), with a short timeout and no retries.
         client = ChatClient(
-            ClientSettings(
-                base_url=server,
-                api=settings.api,
+            dataclasses.replace(
+                settings.client_settings(server),
                 timeout=min(PREFLIGHT_TIMEOUT, settings.timeout),
                 retries=0,
-                api_key=settings.api_key,
             )
         )
         try:
@@ -39,7 +41,7 @@ def problems(settings: Settings) -> list[str]:
                 except InfraError as exc:
                     found.append(
                         f"server {client.shown_url} does not answer ({exc}); start it, or fix "
-                        "--server / cardprobe_servers"
+                        "--cardprobe-server / cardprobe_servers"
                     )
                     break  # one message per server, not one per model
                 except ClientError as exc:

@@ -2,8 +2,9 @@
 
 ``options.resolve_settings`` builds it in ``pytest_configure``; everything later reads it
 from the session state and never looks at ``config.option`` again. Each default is written
-once: the wire's in :class:`ClientSettings`, the gate's in :class:`GateSettings`, the rest
-here; ``options.py`` reads them from these classes for the ini keys' defaults.
+once: the wire's in :class:`ClientSettings`, the gate's in :class:`GateSettings`, the file
+cap in ``files``, the sample limit in the suite loader, the rest here; the option table
+(``glue/option_table.py``) reads them from these classes for the documented defaults.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.suite.context import MAX_SAMPLES
 from pytest_cardprobe.wire.client import ClientSettings
 
-DEFAULT_SERVER = "http://127.0.0.1:11434"
+#: Ollama's port, for a server given as a bare host (``OLLAMA_HOST=myhost``).
+DEFAULT_PORT = 11434
+DEFAULT_SERVER = f"http://127.0.0.1:{DEFAULT_PORT}"
 # Request-body keys replaced by "[redacted]" before a request is recorded (ini
 # cardprobe_redact_fields adds more): credentials a hook may put into the body.
 DEFAULT_REDACT_FIELDS = ("api_key", "apikey", "access_token", "token", "password", "secret")
@@ -44,7 +48,7 @@ class Settings:
     stream: bool = _WIRE.stream
     cassette_dir: Path = Path("cassettes")
     api_key: str | None = None
-    strict_tools: bool = False  # tool-lint findings are usage errors (--strict-tools)
+    strict_tools: bool = False  # tool-lint findings are usage errors (--cardprobe-strict-tools)
     gate: GateSettings = field(default_factory=GateSettings)
     baseline: Path = Path("cardprobe-baseline.json")
     update_baseline: bool = False
@@ -53,19 +57,22 @@ class Settings:
     json_report: Path | None = None
     md_report: Path | None = None
     html_report: Path | None = None
-    max_file_mb: float = 10.0
+    max_file_mb: float = DEFAULT_MAX_FILE_MB
     max_samples: int = MAX_SAMPLES
     redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
     headers: dict[str, str] = field(default_factory=dict)
-    # --think when given (it beats a suite's `think:`); else the suite's, else think_default.
+    # --cardprobe-think when given (it beats a suite's `think:`); else the suite's, else
+    # think_default (ini cardprobe_think).
     think: str | None = None
     think_default: str = "off"
-    # One unrecorded request before a model's first recorded one (--no-warmup turns it off).
+    # One unrecorded request before a model's first recorded one (--cardprobe-no-warmup: none).
     warmup: bool = True
     # Requests in flight per server across all workers (ini cardprobe_parallel).
     parallel: int = 1
     # Consecutive infra failures on one server before its remaining tests fail at once.
     breaker: int = 5
+    #: Settings given on the command line (a flag or its old spelling), by field name.
+    command_line: frozenset[str] = frozenset()
 
     @property
     def live(self) -> bool:

@@ -57,7 +57,9 @@ class Baseline:
 
 def _want(ok: bool, where: str, what: str) -> None:
     if not ok:
-        raise BaselineError(f"{where} must be {what}; regenerate it with --update-baseline")
+        raise BaselineError(
+            f"{where} must be {what}; regenerate it with --cardprobe-update-baseline"
+        )
 
 
 def parse_baseline(data: object, source: str) -> Baseline:
@@ -125,7 +127,9 @@ def load_baseline(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Base
 
 
 def _read(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Any:
-    regenerate = "; restore it from version control or regenerate it with --update-baseline"
+    regenerate = (
+        "; restore it from version control or regenerate it with --cardprobe-update-baseline"
+    )
     try:
         raw = read_capped(path, max_bytes)
     except FileNotFoundError:
@@ -299,7 +303,7 @@ def write_baseline(
         old = _read(path)
         parse_baseline(old, str(path))
     except BaselineError:
-        old = None  # a broken file is what --update-baseline is asked to replace
+        old = None  # a broken file is what --cardprobe-update-baseline is asked to replace
     data, update = baseline_document(
         arms, results, canaries, old if isinstance(old, Mapping) else None, prune, str(path)
     )

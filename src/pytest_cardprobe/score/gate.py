@@ -54,7 +54,7 @@ class CanaryChange:
     def __str__(self) -> str:
         return (
             f"canary {self.key}: {self.before} -> {self.after}; accept it with "
-            "--update-baseline if intended"
+            "--cardprobe-update-baseline if intended"
         )
 
 
@@ -170,7 +170,7 @@ class Gate:
         if self.decision == "updated":
             return self.update.summary if self.update else "baseline written"
         if not self.had_baseline and self.decision == "pass":
-            return "no baseline yet: every arm is new; write one with --update-baseline"
+            return "no baseline yet: every arm is new; write one with --cardprobe-update-baseline"
         k = self.noise_floor
         text = (
             f"{len(self.regressions)} regression(s), {len(self.warnings)} warning(s) within "
@@ -288,7 +288,7 @@ def _messages(c: ArmComparison, k: int) -> tuple[list[str], list[str], list[str]
     if c.passed_delta > k:
         gains.append(
             f"{c.arm}: passed {c.passed_before} -> {c.passed_now}; accept with "
-            f"--update-baseline (fail -> pass: {', '.join(f.case for f in c.won)})"
+            f"--cardprobe-update-baseline (fail -> pass: {', '.join(f.case for f in c.won)})"
         )
     return regressions, warnings, gains
 
@@ -304,7 +304,7 @@ def decide(
 
     A canary verdict that differs from the baseline's is a regression whichever way it
     moved: the capability a team relies on changed, and accepting it is a decision
-    (``--update-baseline``), not noise.
+    (``--cardprobe-update-baseline``), not noise.
     """
     k = settings.noise_floor
     counts = route_counts(results)
@@ -336,7 +336,9 @@ def decide(
     if baseline is not None:
         gate.not_run = sorted(set(baseline.arms) - set(gate.arms))
     if settings.strict_baseline:
-        gate.regressions += [f"{a}: no baseline — --strict-baseline wants one" for a in gate.new]
+        gate.regressions += [
+            f"{a}: no baseline — --cardprobe-strict-baseline wants one" for a in gate.new
+        ]
     if gate.regressions:
         gate.decision = "fail"
     elif gate.total and gate.unscored / gate.total > settings.max_unscored:

@@ -17,7 +17,7 @@ from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.gate import NEW, SAME, ArmComparison, Gate
 from pytest_cardprobe.types import FailureClass
 
-NO_BASELINE_HINT = "pytest --update-baseline records one"
+NO_BASELINE_HINT = "pytest --cardprobe-update-baseline records one"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_cardprobe.files import MB, FileRefused, inside, read_capped
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, FileRefused, inside, read_capped
 from pytest_cardprobe.suite.documents import decode_utf8
 from pytest_cardprobe.suite.errors import KeyPath, SuiteError, format_key
 from pytest_cardprobe.suite.schema import first_problem
@@ -19,7 +19,7 @@ from pytest_cardprobe.suite.schema import first_problem
 #: Upper bound of ``samples`` (suite key, marker, --samples); ini ``cardprobe_max_samples``.
 MAX_SAMPLES = 100
 #: Default cap on every file a suite makes the plugin read; ini ``cardprobe_max_file_mb``.
-DEFAULT_MAX_BYTES = 10 * MB
+DEFAULT_MAX_BYTES = DEFAULT_MAX_FILE_MB * MB
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,158 @@
+"""Readers of one option or ini value: text in, a checked value out, or a ValueError saying why.
+
+Each reader is used for the command-line option and for its ini key alike, so both refuse the
+same values with the same words; the caller puts the flag or the key in front of the reason.
+Nothing here contacts a server or touches a file.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import re
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from pytest_cardprobe.run.settings import DEFAULT_PORT
+from pytest_cardprobe.types import model_problem
+
+#: A reader: the text of a value to the value; ValueError("wants ..., got ...") when refused.
+Reader = Callable[[str], Any]
+
+
+def _bounded(convert: type[int] | type[float], wants: str, ok: Callable[[float], bool]) -> Reader:
+    def read(text: str) -> float:
+        try:
+            value = convert(text.strip())
+        except ValueError:
+            raise ValueError(f"wants {wants}, got {text!r}") from None
+        if not math.isfinite(value) or not ok(value):
+            raise ValueError(f"wants {wants}, got {value:g}")
+        return value
+
+    read.__doc__ = f"A number: {wants}."
+    return read
+
+
+positive_int = _bounded(int, "an integer >= 1", lambda v: v >= 1)
+non_negative_int = _bounded(int, "an integer >= 0", lambda v: v >= 0)
+positive_float = _bounded(float, "a number > 0", lambda v: v > 0)
+share = _bounded(float, "a number from 0 to 1", lambda v: 0 <= v <= 1)
+
+
+def one_of(choices: tuple[str, ...]) -> Reader:
+    """A reader accepting one of ``choices`` (ini keys; argparse checks options itself)."""
+
+    def read(text: str) -> str:
+        if text.strip() not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}; got {text.strip()!r}")
+        return text.strip()
+
+    return read
+
+
+def text(value: str) -> str:
+    """Any text, kept as given."""
+    return value
+
+
+def path_text(value: str) -> str:
+    """A file or folder path: anything but empty (an empty path would silently mean "none")."""
+    if not value.strip():
+        raise ValueError("wants a path, got an empty one")
+    return value
+
+
+def model_name(name: str) -> str:
+    """A model name (see :func:`pytest_cardprobe.types.model_problem`)."""
+    problem = model_problem(name)
+    if problem:
+        raise ValueError(f"{name!r} {problem}")
+    return name
+
+
+def normalise_server(url: str) -> str:
+    """``OLLAMA_HOST`` style ``host:port`` or ``0.0.0.0`` to a usable base URL (not checked).
+
+    No scheme means ``http://``; a plain-http URL without a port gets Ollama's; ``0.0.0.0``
+    (where a server listens, not an address to call) becomes ``127.0.0.1``.
+    """
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = f"http://{url}"
+    scheme, rest = url.split("://", 1)
+    split = re.search(r"[/?#]", rest)
+    host, path = (rest[: split.start()], rest[split.start() :]) if split else (rest, "")
+    if host == "0.0.0.0" or host.startswith("0.0.0.0:"):
+        host = "127.0.0.1" + host[len("0.0.0.0") :]
+    if scheme == "http" and ":" not in host.rsplit("]", 1)[-1].rpartition("@")[2]:
+        host = f"{host}:{DEFAULT_PORT}"
+    return f"{scheme}://{host}{path}"
+
+
+# A host name: letters (any script), digits, dots, hyphens, underscores; nothing else.
+_HOST = re.compile(r"[^\W][\w.-]*", re.UNICODE)
+
+
+def _without_secrets(url: str) -> str:
+    """``url`` as it may be shown in an error: no ``user:password@``, no query."""
+    return re.sub(r"//[^/?#@]*@", "//", url).split("?", 1)[0]
+
+
+def server_url(value: str) -> str:
+    """An absolute http(s) base URL with a valid host and port, normalised."""
+    url = normalise_server(value)
+    shown = repr(_without_secrets(value.strip()))
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{shown} is not a valid http(s) URL ({exc})") from None
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        raise ValueError(f"{shown} holds whitespace or control characters")
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{shown} is not an http:// or https:// URL")
+    host = parts.hostname or ""
+    if not host:
+        raise ValueError(f"{shown} has no host")
+    if parts.netloc.rpartition("@")[2].startswith("["):
+        try:
+            ipaddress.IPv6Address(host.split("%", 1)[0])
+        except ValueError:
+            raise ValueError(f"{shown} has an invalid IPv6 address {host!r}") from None
+    elif not _HOST.fullmatch(host):
+        raise ValueError(f"{shown} has an invalid host {host!r}")
+    if port == 0:
+        raise ValueError(f"{shown} has port 0")
+    return url
+
+
+# RFC 9110 field names: a token.
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
+
+
+def header_value(name: str, value: str) -> str:
+    """``value`` if it can be sent as header ``name``: printable ASCII (or tab), no CR/LF.
+
+    The reason for a refusal names the header, never its value (it is usually a secret).
+    """
+    for position, char in enumerate(value, start=1):
+        if char in "\r\n":
+            raise ValueError(f"the value of {name} holds a line break (character {position})")
+        if not (" " <= char <= "~" or char == "\t"):
+            raise ValueError(
+                f"the value of {name} holds a character that is not printable ASCII "
+                f"(character {position}, U+{ord(char):04X}); header values are ASCII"
+            )
+    return value
+
+
+def header_line(line: str) -> tuple[str, str]:
+    """``Name: value`` with ``$VAR`` expanded in the value, checked by :func:`header_value`."""
+    name, colon, raw = line.partition(":")
+    name = name.strip()
+    if not colon or not _HEADER_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not 'Header-Name: value'")
+    return name, header_value(name, os.path.expandvars(raw.strip()))
