@@ -189,9 +189,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=dropped)
         gone = set(map(id, dropped))
         items[:] = [i for i in items if id(i) not in gone]
-    from pytest_cardprobe.glue.schedule import order_probes
+    if state.settings.live:
+        # Only a live run's order matters (one model load each, the prompt-prefix cache);
+        # replay keeps the collection order, or whatever order another plugin chose.
+        from pytest_cardprobe.glue.schedule import order_probes
 
-    order_probes(state, items)
+        order_probes(state, items)
 
 
 @pytest.hookimpl(tryfirst=True)

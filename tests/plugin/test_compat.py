@@ -194,7 +194,7 @@ def test_the_shipped_replay_is_the_same_beside_other_plugins(
     assert "cardprobe" not in warnings.lower(), shown(result)
 
 
-def test_random_order_shuffles_ordinary_tests_and_keeps_the_probe_order(
+def test_random_order_shuffles_the_probe_tests_too_and_changes_no_verdict(
     replays: dict[str, tuple[subprocess.CompletedProcess[str], Any]], project: Path
 ) -> None:
     def order(name: str) -> list[str]:
@@ -208,11 +208,11 @@ def test_random_order_shuffles_ordinary_tests_and_keeps_the_probe_order(
     assert "Using --randomly-seed=20260517" in replays["randomly"][0].stdout
     assert len(order("randomly")) == len(order("plain")) > 100
     assert sorted(order("randomly")) == sorted(order("plain"))
-    assert order("randomly") != order("plain")  # the ordinary tests were shuffled
-    # Probe tests keep cardprobe's run order (model, suite, channel, condition, case): like
-    # pytest-django's grouping, it is applied on top of pytest-randomly's shuffle, which is
-    # the order pytest-randomly expects such plugins to keep.
-    assert probes("randomly") == probes("plain")
+    assert order("randomly") != order("plain")
+    # Replay leaves the order to pytest-randomly (only a live run orders its probe tests), so
+    # the probes ran shuffled too, and the same scoreboard, gate and report came out
+    # (test_the_shipped_replay_is_the_same_beside_other_plugins checks those).
+    assert probes("randomly") != probes("plain")
 
 
 def test_help_lists_both_plugins_record_modes(venv: Venv, project: Path) -> None:

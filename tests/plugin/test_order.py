@@ -27,7 +27,10 @@ def runs(values: list[str]) -> list[str]:
 
 
 def test_tests_run_model_then_channel_then_condition_then_case(project: pytest.Pytester) -> None:
-    result = project.runpytest("--co", "-q", "cases", "--model", "zeta:1b", "--model", "alpha")
+    # A live run's order (collect-only asks nothing); replay keeps the collection order.
+    result = project.runpytest(
+        "--co", "-q", "--live", "cases", "--model", "zeta:1b", "--model", "alpha"
+    )
     ids = collected(result)
     assert len(ids) == 25 * 2 * 2 * 2
     # Each model once, in the order given (not alphabetical), so each is loaded once.
@@ -50,7 +53,7 @@ def test_tests_run_model_then_channel_then_condition_then_case(project: pytest.P
 
 def test_ordinary_tests_keep_their_places(project: pytest.Pytester) -> None:
     project.makepyfile(test_a="def test_first():\n    pass\n")
-    result = project.runpytest("--co", "-q", "test_a.py", "cases", "--model", "m")
+    result = project.runpytest("--co", "-q", "--live", "test_a.py", "cases", "--model", "m")
     lines = [line for line in result.outlines if "::" in line]
     assert lines[0] == "test_a.py::test_first"
     assert lines[1] == "cases/cards.yaml::date[m-prose-cold]"
@@ -72,3 +75,10 @@ def test_lanes_by_nodeid_split_models_at_their_boundary() -> None:
     assert {lanes[i] for i in ids if "[b-x:2b" in i} == {1}
     assert is_probe_nodeid("cases/cards.yaml::date[my-model-v2-prose-history]")
     assert not is_probe_nodeid("tests/test_x.py::test_p[a-prose-cold]")
+
+
+def test_replay_keeps_the_collection_order(project: pytest.Pytester) -> None:
+    result = project.runpytest("--co", "-q", "cases", "--model", "zeta:1b", "--model", "alpha")
+    ids = collected(result)
+    # The suite file's order: each case with every model, channel and condition.
+    assert [m["case"] for m in ids[:16]] == ["date"] * 8 + ["time"] * 8

@@ -247,8 +247,8 @@ def test_lanes_are_cut_from_the_tests_that_run(recorded: pytest.Pytester) -> Non
         "        print('SERVER', item.nodeid, getattr(item, 'server', None))\n"
     )
     result = recorded.runpytest(
-        "-p", "no:cacheprovider", "cases", "--co", "-s",
-        "--server", "http://127.0.0.1:1", "--server", "http://127.0.0.1:2",
+        "-p", "no:cacheprovider", "cases", "--co", "-s", "--live",
+        "--cardprobe-server", "http://127.0.0.1:1", "--cardprobe-server", "http://127.0.0.1:2",
         "-k", "(date and prose and cold) or (gauge and tool) or (badge and history)",
     )  # fmt: skip
     servers = [line.split()[-1] for line in result.outlines if line.startswith("SERVER ")]
