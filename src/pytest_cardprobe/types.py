@@ -295,6 +295,9 @@ class ProbeResult:
     outcome: str | None = None
     # When the test's cassette was recorded (ISO 8601, UTC), when the cassette says so.
     recorded: str | None = None
+    # The case rule k of ``samples(n, at_least=k)`` / the suite key ``at_least``: the test
+    # passes when at least k samples pass. None: every sample must pass (k = n).
+    at_least: int | None = None
 
     @property
     def arm(self) -> tuple[str, str, str, str]:
@@ -308,7 +311,7 @@ class ProbeResult:
 
     @property
     def split(self) -> bool:
-        """Samples disagreed: some passed and some failed."""
+        """Samples disagreed: some passed and some failed (an unstable case)."""
         verdicts = {s.passed for s in self.samples if s.failure != "infra"}
         return len(verdicts) == 2
 
@@ -316,7 +319,7 @@ class ProbeResult:
         """JSON-able form."""
         data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
-        for name in ("canary", "recorded"):
+        for name in ("canary", "recorded", "at_least"):
             if data[name] is None:
                 del data[name]
         return data
@@ -336,8 +339,14 @@ class ProbeResult:
         if not failed:
             return self.status
         first = failed[0]
+        total = len(self.samples)
+        rule = (
+            f" (at least {self.at_least} of {total} must pass)"
+            if self.at_least is not None and self.at_least < total
+            else ""
+        )
         return escape_control(
-            f"{len(failed)} of {len(self.samples)} samples failed; "
+            f"{len(failed)} of {total} samples failed{rule}; "
             f"sample {first.index + 1}: [{first.route or '-'}] {first.label}"
         )
 

@@ -8,11 +8,12 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
-from pytest_cardprobe.score.gate import GateSettings
+from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
 from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
 from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS, THINK_LEVELS
 from pytest_cardprobe.wire.cassettes.modes import RECORD_MODES
@@ -108,6 +109,52 @@ def _headers(lines: list[str]) -> dict[str, str]:
             )
         found[name.strip()] = os.path.expandvars(value.strip())
     return found
+
+
+# ---- gate mode (issue 21): --cardprobe-gate / --cardprobe-alpha and their ini keys, kept
+# together in this one block (and one line each in add_options and resolve_settings).
+def _add_gate_mode(group: Any, parser: pytest.Parser) -> None:
+    group.addoption(
+        "--cardprobe-gate",
+        dest="cardprobe_gate",
+        choices=GATE_MODES,
+        default=None,
+        help="how an arm regresses: floor (lost more than --noise-floor cases; the default) or "
+        "significance (the paired test says the loss is significant at --cardprobe-alpha) "
+        "(ini: cardprobe_gate)",
+    )
+    group.addoption(
+        "--cardprobe-alpha",
+        dest="cardprobe_alpha",
+        type=_bounded("--cardprobe-alpha", float, "a number between 0 and 1", lambda v: 0 < v < 1),
+        metavar="ALPHA",
+        default=None,
+        help=f"significance level of --cardprobe-gate significance (ini: cardprobe_alpha; "
+        f"default {_GATE.alpha:g})",
+    )
+    parser.addini("cardprobe_gate", "gate mode: floor or significance", default=_GATE.mode)
+    parser.addini(
+        "cardprobe_alpha",
+        "significance level of the gate mode significance",
+        default=f"{_GATE.alpha:g}",
+    )
+
+
+def _gate_mode(config: pytest.Config) -> dict[str, Any]:
+    """The gate mode and its alpha: options over ini keys, each error naming flag or key."""
+    opt = config.option
+    mode = opt.cardprobe_gate or _choice(config, "cardprobe_gate", GATE_MODES)
+    alpha = opt.cardprobe_alpha
+    if alpha is None:
+        alpha = _ini(
+            config,
+            "cardprobe_alpha",
+            _bounded("cardprobe_alpha", float, "a number between 0 and 1", lambda v: 0 < v < 1),
+        )
+    return {"mode": mode, "alpha": float(alpha)}
+
+
+# ---- end of the gate-mode block
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -231,6 +278,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="cases an arm may lose before it counts as a regression "
         f"(ini: cardprobe_noise_floor; default {_GATE.noise_floor})",
     )
+    _add_gate_mode(group, parser)
     group.addoption(
         "--baseline",
         dest="cardprobe_baseline",
@@ -477,6 +525,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
             noise_floor=int(floor),
             strict_baseline=bool(opt.cardprobe_strict_baseline),
             max_unscored=_ini(config, "cardprobe_max_unscored", share("cardprobe_max_unscored")),
+            **_gate_mode(config),
         ),
         baseline=baseline or root / _DEFAULT.baseline,
         update_baseline=bool(opt.cardprobe_update_baseline or opt.cardprobe_prune_baseline),
