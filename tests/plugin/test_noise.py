@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,21 @@ def test_alpha_and_mode_come_from_ini_keys_and_are_checked(passing: pytest.Pytes
         assert bad.ret == pytest.ExitCode.USAGE_ERROR
         assert said in bad.stderr.str(), bad.stderr.str()
         assert "Traceback" not in bad.stderr.str()
+
+
+def test_diff_between_two_runs_speaks_both_modes(passing: pytest.Pytester) -> None:
+    _, _ = report(passing)
+    (passing.path / "report.json").rename(passing.path / "old.json")
+    unsettle(passing, ["date", "time", "toggle"])
+    _, _ = report(passing)
+    args = ["-m", "pytest_cardprobe", "diff", "old.json", "report.json"]
+    floor = passing.run(sys.executable, *args)
+    assert floor.ret == 1
+    floor.stdout.fnmatch_lines([f"  REGRESSION: {ARM}: passed 7 -> 4 of 25 (floor ±1)*"])
+    sig = passing.run(sys.executable, *args, "--gate", "significance")
+    assert sig.ret == 0, sig.stdout.str()
+    sig.stdout.fnmatch_lines(
+        [f"  warning: {ARM}: pass -> fail, not significant at {A} = 0.05 (p = 0.125)*"]
+    )
+    bad = passing.run(sys.executable, *args, "--alpha", "2")
+    assert bad.ret == 2 and "--alpha wants a number between 0 and 1" in bad.stderr.str()

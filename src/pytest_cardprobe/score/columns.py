@@ -135,7 +135,8 @@ def routes_shown(arms: Sequence[ArmScore]) -> list[str]:
 
 def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
     """The scoreboard's columns for these arms."""
-    found = list(gate.arms.values()) if gate is not None else []
+    # The comparisons of these arms only: a column appears for what this table shows.
+    found = [gate.arms[a.id] for a in arms if a.id in gate.arms] if gate is not None else []
     compared = gate is not None and gate.decision != "updated"
     cols = [
         Column("suite", lambda a, c: a.suite),
