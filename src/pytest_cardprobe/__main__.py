@@ -9,12 +9,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from pytest_cardprobe.cli import diff, init
+from pytest_cardprobe.cli import diff, init, trend
 
 #: Subcommand -> function taking the remaining arguments and returning the exit status.
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "diff": diff.main,
     "init": init.main,
+    "trend": trend.main,
 }
 
 

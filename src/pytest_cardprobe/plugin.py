@@ -19,6 +19,7 @@ from pytest_cardprobe.glue.items import (
     ProbeItem,
     SuiteFile,
     builtin_suite_files,
+    marker_rule,
     marker_samples,
     not_asked,
 )
@@ -61,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the marker and create the session state."""
     config.addinivalue_line(
         "markers",
-        "samples(n): ask the model n times (n >= 1); the test passes only if every sample passes",
+        "samples(n, at_least=k): ask the model n times; pass when at least k (default n) pass",
     )
     state = CardprobeState(config, options.resolve_settings(config))
     if not (config.option.help or config.option.version):
@@ -199,11 +200,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """Run a ``samples(n)`` test body n times; it passes only if every run passes."""
-    n = marker_samples(pyfuncitem)
-    if n is None:
+    """Run a ``samples(n, at_least=k)`` test body n times; pass when k (default n) runs pass."""
+    rule = marker_rule(pyfuncitem)
+    if rule is None:
         return None
-    n = get_state(pyfuncitem.config).settings.samples or n
+    n = get_state(pyfuncitem.config).settings.samples or rule[0]
+    need = min(rule[1] or n, n)  # --samples caps the rule
     found = pyfuncitem.funcargs.get("cardprobe")
     probe = found if isinstance(found, Cardprobe) else None
     # The same argument selection pytest's own pytest_pyfunc_call makes.
@@ -216,8 +218,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             pyfuncitem.obj(**kwargs)
         except (Exception, pytest.fail.Exception) as exc:
             failures.append(f"run {run + 1}/{n}: {type(exc).__name__}: {exc}".rstrip())
-    if failures:
-        lines = [f"{len(failures)} of {n} samples failed; {failures[0].splitlines()[0]}", *failures]
+    if n - len(failures) < need:
+        rule_text = f" (at least {need} must pass)" if need < n else ""
+        first = failures[0].splitlines()[0]
+        lines = [f"{len(failures)} of {n} samples failed{rule_text}; {first}", *failures]
         if probe is not None and probe.samples:
             full = pyfuncitem.config.get_verbosity() >= 2
             lines.append(describe(probe.result("failed"), full=full))

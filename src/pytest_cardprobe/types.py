@@ -322,6 +322,9 @@ class ProbeResult:
     outcome: str | None = None
     # When the test's cassette was recorded (ISO 8601, UTC), when the cassette says so.
     recorded: str | None = None
+    # The case rule k of ``samples(n, at_least=k)`` / the suite key ``at_least``: the test
+    # passes when at least k samples pass. None: every sample must pass (k = n).
+    at_least: int | None = None
 
     @property
     def arm(self) -> tuple[str, str, str, str]:
@@ -335,7 +338,7 @@ class ProbeResult:
 
     @property
     def split(self) -> bool:
-        """Samples disagreed: some passed and some failed."""
+        """Samples disagreed: some passed and some failed (an unstable case)."""
         verdicts = {s.passed for s in self.samples if s.failure != "infra"}
         return len(verdicts) == 2
 
@@ -343,7 +346,7 @@ class ProbeResult:
         """JSON-able form."""
         data = dict(vars(self))
         data["samples"] = [s.to_dict() for s in self.samples]
-        for name in ("canary", "recorded", "server_changed"):
+        for name in ("canary", "recorded", "server_changed", "at_least"):
             if data[name] is None:
                 del data[name]
         return data

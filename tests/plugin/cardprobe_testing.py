@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +86,35 @@ def compose_retry_cassette(
         scratch.unlink()
     target.write_text(yaml.safe_dump(data, sort_keys=False))
     return target
+
+
+def chromium() -> str:
+    """The Chromium binary; missing is a skip locally and a failure where CI requires it."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    message = "chromium is not installed (Debian: apt-get install -y chromium; .ci/run does it)"
+    if os.environ.get("CARDPROBE_REQUIRE_LIVE") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def render(browser: str, page: Path, *args: str) -> str:
+    """Run headless Chromium on ``page``; return what it printed."""
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",  # tests may run as root in a container
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--virtual-time-budget=3000",  # let anything that would run, run
+            *args,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

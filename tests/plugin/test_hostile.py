@@ -1044,7 +1044,8 @@ def test_a_report_that_cannot_be_written_at_the_end_is_one_line_and_the_others_a
     lines = [line for line in out.splitlines() if "cannot write the JSON report" in line]
     assert len(lines) == 1 and "out.json" in lines[0], out
     assert "Traceback" not in out
-    assert (hostile_project / "out.md").read_text().startswith("## cardprobe")
+    md = (hostile_project / "out.md").read_text()
+    assert md.startswith("<!-- cardprobe-report -->\n## cardprobe")
 
 
 def test_model_text_with_escape_sequences_is_shown_escaped(

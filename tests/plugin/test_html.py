@@ -2,55 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from cardprobe_testing import cassette, set_replies
+from cardprobe_testing import cassette, chromium, render, set_replies
 
 # Each would change the page title if the browser ran it.
 HOSTILE = (
     "<script>document.title='pwned-script'</script>"
     "<img src=x onerror=\"document.title='pwned-img'\">"
-    "</textarea></pre></details></td><b id=\"injected\">bold?</b>"
+    '</textarea></pre></details></td><b id="injected">bold?</b>'
     "<a href=\"javascript:document.title='pwned-link'\">click me</a>"
     "' onmouseover='document.title=1' \" autofocus onfocus=\"document.title='pwned-attr'\""
 )
-
-
-def chromium() -> str:
-    """The Chromium binary; missing is a skip locally and a failure where CI requires it."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    message = "chromium is not installed (Debian: apt-get install -y chromium; .ci/run does it)"
-    if os.environ.get("CARDPROBE_REQUIRE_LIVE") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def render(browser: str, page: Path, *args: str) -> str:
-    """Run headless Chromium on ``page``; return what it printed."""
-    done = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",  # tests may run as root in a container
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--virtual-time-budget=3000",  # let anything that would run, run
-            *args,
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
 
 
 def test_shipped_suite_report_renders_charts_and_grid_and_runs_no_model_text(
@@ -80,6 +45,11 @@ def test_shipped_suite_report_renders_charts_and_grid_and_runs_no_model_text(
     assert len(re.findall(r'<rect class="bar"', dom)) == 8 + 2  # pass rate + tool adoption
     assert len(re.findall(r'class="baseline-mark"', dom)) == 8 + 2
     assert 'id="pass-chart"' in dom and 'id="adoption-chart"' in dom
+    # Each share's 95 % interval is a whisker on its bar; the cases whose samples disagreed
+    # (codeblock and facts on prose/schema, rating_shown on prose/seeded) are marked.
+    assert len(re.findall(r'<g class="whisker"', dom)) == 8 + 2
+    assert len(re.findall(r'<td class="cell" data-kind="[a-z_]+" data-unstable="yes"', dom)) == 3
+    assert 'id="unstable"' in dom and "rating_shown (now 1/2, baseline 1/2)" in dom
     assert len(re.findall(r'<td class="cell"', dom)) == 200
     assert len(re.findall(r"<details>", dom)) == 200
     assert 'id="gate"' in dom and "Gate: pass" in dom

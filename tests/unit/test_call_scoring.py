@@ -13,6 +13,7 @@ from pytest_cardprobe.score.baseline import BaselineError, baseline_document, pa
 from pytest_cardprobe.score.gate import CanaryChange, GateSettings, decide
 from pytest_cardprobe.score.markdown import markdown
 from pytest_cardprobe.score.report import scoreboard_lines
+from pytest_cardprobe.score.stats import DASH
 from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.types import ChatReply, ProbeResult, SampleRecord, ToolCall
 
@@ -106,7 +107,10 @@ class TestCallArms:
             "suite", "model", "channel", "condition", "passed", "adoption", "recovered",
             "args_as_string", "declined",
         ]  # fmt: skip
-        assert lines[1].split()[:8] == ["tools", "m", "call", "cold", "2/4", "1/2", "50%", "1"]
+        # Shares carry their 95 % Wilson interval (score/stats.py).
+        assert " ".join(lines[1].split()[:11]) == (
+            f"tools m call cold 2/4 [15{DASH}85 %] 1/2 50% [9{DASH}91 %]"
+        )
 
 
 class TestCountClasses:

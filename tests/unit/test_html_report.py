@@ -14,10 +14,11 @@ EVIL = "\"'><script>alert(1)</script><img src=x onerror=alert(2)>javascript:aler
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "section",
     "div", "table", "thead", "tbody", "tr", "th", "td", "details", "summary", "pre", "code",
-    "b", "span", "i", "ul", "li", "svg", "text", "line", "rect",
+    "b", "span", "i", "ul", "li", "svg", "text", "line", "rect", "g",
 }  # fmt: skip
 ALLOWED_ATTRIBUTES = {
-    "lang", "charset", "http-equiv", "content", "class", "id", "style", "data-kind", "role",
+    "lang", "charset", "http-equiv", "content", "class", "id", "style", "data-kind",
+    "data-unstable", "role",
     "width", "height", "viewbox", "xmlns", "x", "y", "x1", "y1", "x2", "y2", "fill", "stroke",
     "stroke-width",
 }  # fmt: skip

@@ -77,7 +77,7 @@ TOOLS = """\
 """
 
 ALL_TOP_KEYS = (
-    "cardprobe, name, judge, channels, conditions, samples, prompts, tool, history, "
+    "cardprobe, name, judge, channels, conditions, samples, at_least, prompts, tool, history, "
     "vocabulary, allow_unknown_types, seed_turn, options, think, cases, tools, max_turns"
 )
 
@@ -94,7 +94,8 @@ MESSAGES: list[tuple[str, str, str, str, str]] = [
     ("missing-accept", CARD, "    accept: [Input.Date]\n", "",
      ":24: cases[0].accept: missing required key"),
     ("unknown-case-key", CARD, "    accept: []\n", "    accept: []\n    expected: []\n",
-     ":30: cases[1].expected: unknown key; allowed: id, prompt, accept, requires_input"),
+     ":30: cases[1].expected: unknown key; allowed: id, prompt, accept, requires_input, "
+     "at_least"),
     ("accept-not-a-list", CARD, "accept: [Input.Date]", "accept: Input.Date",
      ":26: cases[0].accept: expected a list of element type names ([] for a prose control), "
      "got 'Input.Date'"),

@@ -21,7 +21,7 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.files import FileRefused, read_capped, write_atomically
     from pytest_cardprobe.jsonread import load_json
     from pytest_cardprobe.score.diff import ReportError, compare_runs
-    from pytest_cardprobe.score.gate import GateSettings
+    from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
     from pytest_cardprobe.score.markdown import markdown
     from pytest_cardprobe.score.report import flip_lines, scoreboard_lines
     from pytest_cardprobe.types import escape_control
@@ -40,7 +40,28 @@ def main(argv: Sequence[str]) -> int:
         default=None,
         help="cases an arm may lose (default: the NEW run's, else 1)",
     )
+    parser.add_argument(
+        "--gate",
+        choices=GATE_MODES,
+        default=None,
+        help="gate mode: floor or significance (default: the NEW run's, else floor)",
+    )
+    parser.add_argument(
+        "--alpha",
+        metavar="ALPHA",
+        type=float,
+        default=None,
+        help="significance level of --gate significance (default: the NEW run's, else 0.05)",
+    )
     args = parser.parse_args(list(argv))
+    if args.noise_floor is not None and args.noise_floor < 0:
+        print(
+            f"error: --noise-floor wants an integer >= 0, got {args.noise_floor}", file=sys.stderr
+        )
+        return 2
+    if args.alpha is not None and not 0 < args.alpha < 1:
+        print(f"error: --alpha wants a number between 0 and 1, got {args.alpha:g}", file=sys.stderr)
+        return 2
     if args.md is not None and (args.md.is_dir() or str(args.md) == ""):
         print(f"error: --md {args.md} is a directory; give a file path", file=sys.stderr)
         return 2
@@ -51,14 +72,18 @@ def main(argv: Sequence[str]) -> int:
         except (OSError, ValueError, FileRefused) as exc:
             print(f"error: cannot read {path}: {exc}", file=sys.stderr)
             return 2
-    floor = args.noise_floor
-    if floor is None:
-        run = docs[1].get("run") if isinstance(docs[1], dict) else None
-        floor = (run or {}).get("noise_floor", GateSettings().noise_floor)
+    run = (docs[1].get("run") if isinstance(docs[1], dict) else None) or {}
+    default = GateSettings()
+    floor = args.noise_floor if args.noise_floor is not None else run.get("noise_floor")
+    mode = args.gate or run.get("gate_mode")
+    alpha = args.alpha if args.alpha is not None else run.get("alpha")
+    settings = GateSettings(
+        noise_floor=floor if type(floor) is int and floor >= 0 else default.noise_floor,
+        mode=mode if mode in GATE_MODES else default.mode,
+        alpha=float(alpha) if isinstance(alpha, int | float) and 0 < alpha < 1 else default.alpha,
+    )
     try:
-        arms, gate = compare_runs(
-            docs[0], docs[1], GateSettings(noise_floor=int(floor)), (str(args.old), str(args.new))
-        )
+        arms, gate = compare_runs(docs[0], docs[1], settings, (str(args.old), str(args.new)))
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -14,8 +14,14 @@ def headline(result: ProbeResult) -> str:
     if not failed:
         return result.status
     first = failed[0]
+    total = len(result.samples)
+    rule = (
+        f" (at least {result.at_least} of {total} must pass)"
+        if result.at_least is not None and result.at_least < total
+        else ""
+    )
     return escape_control(
-        f"{len(failed)} of {len(result.samples)} samples failed; "
+        f"{len(failed)} of {total} samples failed{rule}; "
         f"sample {first.index + 1}: [{first.route or '-'}] {first.label}"
     )
 

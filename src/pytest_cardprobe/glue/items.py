@@ -13,6 +13,7 @@ from pytest_cardprobe.glue.failure import describe
 from pytest_cardprobe.glue.hints import BUILTIN_PREFIX
 from pytest_cardprobe.glue.internal import InternalError, internal_report, run_secrets
 from pytest_cardprobe.score.outcome import KNOWN, Outcome, outcome_of
+from pytest_cardprobe.score.rule import effective_at_least, settle
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
 from pytest_cardprobe.types import ProbeResult, Verdict
@@ -23,7 +24,10 @@ if TYPE_CHECKING:
     from pytest_cardprobe.judge.registry import Judge
     from pytest_cardprobe.suite.toollint import LintFinding
 
-SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
+SAMPLES_HELP = (
+    "samples(n) takes one integer n >= 1 and optionally at_least=k, an integer "
+    "1 <= k <= n, e.g. @pytest.mark.samples(3) or @pytest.mark.samples(3, at_least=2)"
+)
 
 
 def not_asked(items: list[pytest.Item]) -> list[pytest.Item]:
@@ -31,20 +35,27 @@ def not_asked(items: list[pytest.Item]) -> list[pytest.Item]:
     return [i for i in items if isinstance(i, ProbeItem) and i.probe.skip_reason]
 
 
-def marker_samples(item: pytest.Item) -> int | None:
-    """The validated ``samples(n)`` of ``item``, or None; bad arguments are a usage error."""
+def marker_rule(item: pytest.Item) -> tuple[int, int | None] | None:
+    """The validated ``samples(n, at_least=k)`` of ``item`` as (n, k), k None when not
+    given; None without the marker. Bad arguments are a usage error naming the test."""
     mark = item.get_closest_marker("samples")
     if mark is None:
         return None
+    kwargs = dict(mark.kwargs)
     n: object = None
-    if len(mark.args) == 1 and not mark.kwargs:
+    if len(mark.args) == 1 and "n" not in kwargs:
         n = mark.args[0]
-    elif not mark.args and list(mark.kwargs) == ["n"]:
-        n = mark.kwargs["n"]
+    elif not mark.args:
+        n = kwargs.pop("n", None)
+    k: object = kwargs.pop("at_least", None)
     # bool is an int subclass; samples(True) is a mistake, not one sample.
-    if type(n) is not int or n < 1:
-        shown = ", ".join([*map(repr, mark.args), *(f"{k}={v!r}" for k, v in mark.kwargs.items())])
+    fine = type(n) is int and n >= 1 and not kwargs and len(mark.args) <= 1
+    if fine and k is not None:
+        fine = type(k) is int and 1 <= k <= n  # type: ignore[operator]
+    if not fine:
+        shown = ", ".join([*map(repr, mark.args), *(f"{a}={v!r}" for a, v in mark.kwargs.items())])
         raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
+    assert isinstance(n, int) and (k is None or isinstance(k, int))
     from pytest_cardprobe.glue.state import get_state
 
     most = get_state(item.config).settings.max_samples
@@ -53,7 +64,13 @@ def marker_samples(item: pytest.Item) -> int | None:
             f"{item.nodeid}: samples({n}) is more than the limit of {most} "
             "(ini cardprobe_max_samples)"
         )
-    return n
+    return n, k
+
+
+def marker_samples(item: pytest.Item) -> int | None:
+    """The validated n of ``samples(n)`` of ``item``, or None (see :func:`marker_rule`)."""
+    rule = marker_rule(item)
+    return None if rule is None else rule[0]
 
 
 _SKIPPED_DIRS = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "__pycache__", "build"}
@@ -265,8 +282,16 @@ class ProbeItem(pytest.Item):
         override = get_state(self.config).settings.samples
         return override or marker_samples(self) or self.probe.suite.samples
 
+    def at_least(self, samples: int) -> int | None:
+        """The case rule k for a test of ``samples`` samples: the marker's ``at_least``, else
+        the case's, else the suite's, capped at ``samples``; None when every sample must pass."""
+        rule = marker_rule(self)
+        case, suite = self.probe.case.at_least, self.probe.suite.at_least
+        k = (rule[1] if rule else None) or case or suite
+        return effective_at_least(k, samples)
+
     def runtest(self) -> None:
-        """Ask, judge, and pass only if every sample passed."""
+        """Ask, judge, and pass when the case rule holds (every sample, or k of n)."""
         from pytest_cardprobe.glue.state import get_state
 
         state = get_state(self.config)
@@ -277,7 +302,9 @@ class ProbeItem(pytest.Item):
             text_judge = None
             if not probe.suite.is_call_suite:
                 text_judge = _text_judge(state.judge_for(probe.suite.judge), probe)
-            result = state.runtime.run(probe, self.samples(), self.nodeid, text_judge, self.server)
+            samples = self.samples()
+            result = state.runtime.run(probe, samples, self.nodeid, text_judge, self.server)
+            settle(result, self.at_least(samples))  # k of n (score/rule.py)
         except CassetteProblem as exc:
             self.result = self._errored(str(exc))
             raise

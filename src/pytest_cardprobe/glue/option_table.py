@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pytest_cardprobe.glue import values
 from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
-from pytest_cardprobe.score.gate import GateSettings
+from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
 from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS, THINK_LEVELS
 from pytest_cardprobe.wire.cassettes.modes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
@@ -136,7 +136,8 @@ SPECS: tuple[Spec, ...] = (
          "spread xdist workers over servers", flag="--cardprobe-server", old="--server",
          ini="cardprobe_servers", kind="list", read=values.server_url, metavar="URL",
          shown=f"`$OLLAMA_HOST`, else `{DEFAULT_SERVER}`"),
-    _int("samples", help="samples per test; overrides suites and `samples(n)` markers",
+    _int("samples", help="samples per test; overrides suites and `samples(n)` markers (a "
+         "k-of-n rule is capped at N)",
          flag="--cardprobe-samples", old="--samples", metavar="N", shown="suite's `samples`"),
     Spec("channels", "keep only this channel",
          flag="--cardprobe-channel", old="--channel", kind="list", choices=ALL_CHANNELS,
@@ -176,6 +177,12 @@ SPECS: tuple[Spec, ...] = (
     Spec("strict_tools", "tool-definition lint findings of call suites are usage errors, "
          "not warnings", flag="--cardprobe-strict-tools", old="--strict-tools",
          ini="cardprobe_strict_tools", kind="on"),
+    Spec("mode", "how an arm regresses: `floor` (it lost more than the noise floor's cases) or "
+         "`significance` (the paired test finds its loss significant at the alpha)",
+         flag="--cardprobe-gate", ini="cardprobe_gate", choices=GATE_MODES,
+         read=values.one_of(GATE_MODES), metavar="MODE"),
+    Spec("alpha", "significance level of `--cardprobe-gate significance`",
+         flag="--cardprobe-alpha", ini="cardprobe_alpha", read=values.level, metavar="ALPHA"),
     Spec("max_unscored", "share of cases (0-1) that may be unscored before the gate is "
          "inconclusive", ini="cardprobe_max_unscored", read=values.share),
     _int("max_samples", help="upper bound of samples (suite key, `samples(n)` marker, "

@@ -137,7 +137,7 @@ def notes(state: CardprobeState, gate: Gate | None, failures: Failures, lowered:
     lines += warmup_lines(state.results)
     if lowered and gate is not None and failures.flips:
         lines.append(
-            f"{failures.flips} flip(s) within the ±{gate.noise_floor} noise floor, so the run "
+            f"{failures.flips} flip(s) {gate.tolerance}, so the run "
             "exits 0: " + ", ".join(f"{arm} {flip}" for arm, flip in gate.flips)
         )
     elif lowered:
@@ -162,6 +162,8 @@ def run_info(state: CardprobeState) -> dict[str, object]:
         "channels": list(s.channels),
         "conditions": list(s.conditions),
         "noise_floor": s.gate.noise_floor,
+        "gate_mode": s.gate.mode,
+        "alpha": s.gate.alpha,
         "request options": ", ".join(f"{k}={v}" for k, v in s.base_options().items()),
         "baseline": s.baseline.name,
     }

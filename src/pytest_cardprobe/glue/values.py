@@ -40,6 +40,7 @@ positive_int = _bounded(int, "an integer >= 1", lambda v: v >= 1)
 non_negative_int = _bounded(int, "an integer >= 0", lambda v: v >= 0)
 positive_float = _bounded(float, "a number > 0", lambda v: v > 0)
 share = _bounded(float, "a number from 0 to 1", lambda v: 0 <= v <= 1)
+level = _bounded(float, "a number between 0 and 1", lambda v: 0 < v < 1)
 
 
 def one_of(choices: tuple[str, ...]) -> Reader:

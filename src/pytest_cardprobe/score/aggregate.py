@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cardprobe.score.rule import label_of, sample_counts
+from pytest_cardprobe.score.stats import share
 from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ProbeResult
 
 # Scoreboard columns of card arms and of call arms (channel ``call``), in the order
@@ -73,8 +75,14 @@ class ArmScore:
     # Samples that passed, per route: with ``routes`` this splits the pass rate by route.
     route_passed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0))
     retry: RetryCounts = field(default_factory=lambda: RetryCounts())
-    split: list[str] = field(default_factory=list)
+    split: list[str] = field(default_factory=list)  # unstable now: the samples disagreed
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Judged cases' samples: passed, and judged; cases whose every sample passed (pass^k);
+    # cases judged by a k-of-n rule with k < n.
+    samples_passed: int = 0
+    samples_judged: int = 0
+    all_passed: int = 0
+    relaxed: int = 0
     # Model identity seen in this arm's cassettes, and "old → new" when a live run saw it change.
     digests: list[str] = field(default_factory=list)
     model_changed: list[str] = field(default_factory=list)
@@ -109,18 +117,39 @@ class ArmScore:
         return {r: (self.route_passed.get(r, 0), n) for r, n in sorted(self.routes.items()) if n}
 
     @property
-    def adoption(self) -> float | None:
-        """Share of calls routed through structured ``tool_calls`` (tool channel only).
+    def adoption_counts(self) -> tuple[int, int] | None:
+        """(structured ``tool_calls``, calls it is a share of); None off the tool channel.
 
         In a call arm, where declining is right for some cases, the share is taken over the
         samples whose first turn made a call at all: structured, or written as text.
         """
+        tool = self.routes["tool_calls"]
         if self.is_call_arm:
-            made = self.routes["tool_calls"] + self.routes["recovered"]
-            return self.routes["tool_calls"] / made if made else None
+            made = tool + self.routes["recovered"]
+            return (tool, made) if made else None
         if self.channel != "tool" or not self.calls:
             return None
-        return self.routes["tool_calls"] / self.calls
+        return tool, self.calls
+
+    @property
+    def adoption(self) -> float | None:
+        """Share of calls routed through structured ``tool_calls`` (tool channel only)."""
+        counts = self.adoption_counts
+        return None if counts is None else counts[0] / counts[1]
+
+    def intervals(self) -> dict[str, Any]:
+        """The arm's shares with 95 % Wilson intervals: cases passed (by the case rule),
+        samples passed, pass^k (cases whose every sample passed; with a k-of-n rule only)
+        and adoption (tool arms)."""
+        out: dict[str, Any] = {
+            "cases": share(self.passed, self.scored),
+            "samples": share(self.samples_passed, self.samples_judged),
+        }
+        if self.relaxed:
+            out["pass_all"] = share(self.all_passed, self.scored)
+        if self.adoption_counts is not None:
+            out["adoption"] = share(*self.adoption_counts)
+        return out
 
     def add(self, result: ProbeResult) -> None:
         """Count one test's result into this arm."""
@@ -158,9 +187,20 @@ class ArmScore:
         self.passed += ok
         if result.split:
             self.split.append(result.case)
-        first_bad = next((s.label for s in result.samples if not s.passed), None)
-        label = first_bad or (result.samples[0].label if result.samples else "")
-        self.cases[result.case] = {"status": "passed" if ok else "failed", "label": label}
+        passed, judged = sample_counts(result)
+        self.samples_passed += passed
+        self.samples_judged += judged
+        self.all_passed += bool(judged) and passed == judged
+        entry: dict[str, Any] = {
+            "status": "passed" if ok else "failed",
+            "label": label_of(result),
+            "samples_passed": passed,
+            "samples": judged,
+        }
+        if result.at_least is not None and result.at_least < judged:
+            self.relaxed += 1
+            entry["at_least"] = result.at_least
+        self.cases[result.case] = entry
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form with stable ordering."""
@@ -180,6 +220,7 @@ class ArmScore:
             "adoption": None if self.adoption is None else round(self.adoption, 4),
             "failures": {k: self.failures.get(k, 0) for k in classes_of(self.channel)},
             "split": sorted(self.split),
+            "intervals": self.intervals(),
             "cases": {k: self.cases[k] for k in sorted(self.cases)},
             "model_digest": sorted(self.digests),
             "model_changed": sorted(self.model_changed),

@@ -40,6 +40,23 @@ class CaseVerdict:
     calls: int = 0
     tool_calls: int = 0
     recorded: str | None = None  # when the case's cassette was recorded (ISO 8601, UTC)
+    # Samples passed of samples judged; None in a baseline written before they were kept.
+    samples_passed: int | None = None
+    samples: int | None = None
+    at_least: int | None = None  # the case rule when k < n; None: every sample must pass
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(samples passed, samples) for the paired test; a case of an old baseline, which
+        kept only its verdict, counts as one sample: 1 of 1 if it passed, else 0 of 1."""
+        if self.samples_passed is None or self.samples is None:
+            return int(self.passed), 1
+        return self.samples_passed, self.samples
+
+    @property
+    def unstable(self) -> bool:
+        """Its samples disagreed (unknown, so False, in an old baseline)."""
+        return self.samples is not None and 0 < (self.samples_passed or 0) < self.samples
 
 
 @dataclass
@@ -102,6 +119,7 @@ def parse_baseline(data: object, source: str) -> Baseline:
                 calls=entry.get("calls", 0),
                 tool_calls=entry.get("tool_calls", 0),
                 recorded=recorded,
+                **_sample_counts(entry, at),
             )
         out[str(arm_id)] = cases
     canary = data.get("canary", {})
@@ -114,6 +132,31 @@ def parse_baseline(data: object, source: str) -> Baseline:
             f"one of {', '.join(CANARY_VERDICTS)} (got {verdict!r})",
         )
     return Baseline(out, {str(k): str(v) for k, v in canary.items()})
+
+
+def _sample_counts(entry: Mapping[str, Any], at: str) -> dict[str, int | None]:
+    """A case's ``samples_passed``/``samples`` (both or neither) and ``at_least``, checked."""
+    passed, total, rule = entry.get("samples_passed"), entry.get("samples"), entry.get("at_least")
+    _want(
+        (passed is None) == (total is None),
+        f"{at}.samples_passed",
+        "given together with samples (or both left out)",
+    )
+    if total is not None:
+        _want(type(total) is int and total >= 1, f"{at}.samples", "an integer >= 1")
+        _want(
+            type(passed) is int and 0 <= passed <= total,
+            f"{at}.samples_passed",
+            f"an integer from 0 to samples ({total})",
+        )
+    if rule is not None:
+        most = f"samples ({total})" if total is not None else "the sample count"
+        _want(
+            type(rule) is int and rule >= 1 and (total is None or rule <= total),
+            f"{at}.at_least",
+            f"an integer from 1 to {most}",
+        )
+    return {"samples_passed": passed, "samples": total, "at_least": rule}
 
 
 def load_baseline(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Baseline | None:
@@ -168,7 +211,7 @@ SuiteShapes = Mapping[str, tuple[frozenset[str], frozenset[tuple[str, str]]]]
 
 @dataclass
 class BaselineUpdate:
-    """What ``--update-baseline`` did: the cases it wrote, kept and pruned."""
+    """What ``--cardprobe-update-baseline`` did: the cases it wrote, kept and pruned."""
 
     path: str
     updated: int = 0  # cases of this run written into their arms
@@ -207,6 +250,11 @@ def _case_entries(
             "calls": calls,
             "tool_calls": tool,
         }
+        if info.get("samples"):
+            entry["samples_passed"] = info["samples_passed"]
+            entry["samples"] = info["samples"]
+        if info.get("at_least") is not None:
+            entry["at_least"] = info["at_least"]
         when = recorded.get(f"{arm.id}::{case}")
         if when:
             entry["recorded"] = when

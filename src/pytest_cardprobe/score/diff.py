@@ -11,7 +11,7 @@ from typing import Any
 from pytest_cardprobe.score.aggregate import ArmScore, aggregate
 from pytest_cardprobe.score.baseline import Baseline, CaseVerdict
 from pytest_cardprobe.score.gate import Gate, GateSettings, decide
-from pytest_cardprobe.score.outcome import label_of
+from pytest_cardprobe.score.rule import label_of, sample_counts
 from pytest_cardprobe.types import ProbeResult
 
 
@@ -41,11 +41,15 @@ def baseline_of(results: Sequence[ProbeResult]) -> Baseline:
         if r.status not in ("passed", "failed"):
             continue
         routed = [s.route for s in r.samples if s.route]
+        passed, judged = sample_counts(r)
         arms.setdefault(r.arm_id, {})[r.case] = CaseVerdict(
             passed=r.status == "passed",
             label=label_of(r),
             calls=len(routed),
             tool_calls=routed.count("tool_calls"),
+            samples_passed=passed if judged else None,
+            samples=judged or None,
+            at_least=r.at_least,
         )
     return Baseline(arms)
 

@@ -8,159 +8,33 @@ shows as text. Cells open with ``<details>``, which needs no script.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.charts import (
+    adoption_bars,
+    arm_label,
+    bar_chart,
+    colour_of,
+    esc,
+    model_bars,
+    pass_bars,
+)
 from pytest_cardprobe.score.gate import NEW, SAME, Gate
 from pytest_cardprobe.score.report import (
     NO_BASELINE_HINT,
+    UNSTABLE_TITLE,
     failure_classes,
-    pct,
+    groups,
+    rows,
     sections,
     unscored_lines,
+    unstable_of,
 )
-from pytest_cardprobe.types import FailureClass, ProbeResult
+from pytest_cardprobe.types import ProbeResult
 
-# Colours per failure class; a class this table does not know gets one from SPARE.
-COLOURS = {
-    "pass": "#3f9a5b",
-    FailureClass.DECLINED.value: "#e0a526",
-    FailureClass.MALFORMED.value: "#d0503c",
-    FailureClass.WRONG_ELEMENT.value: "#8a5cc7",
-    FailureClass.INFRA.value: "#8c8c8c",
-    "error": "#4a4a4a",
-    "unsupported": "#c8c8c8",
-}
-SPARE = ("#2f7fc1", "#c2407e", "#1c9c9c", "#9c6b1c", "#5c7a29", "#7a2941", "#406080")
-BASELINE_MARK = "#1b1b1b"
-
-
-def esc(value: object) -> str:
-    """Text made inert for HTML text and quoted attributes alike."""
-    return html.escape(str(value), quote=True)
-
-
-def colour_of(kind: str, known: Sequence[str]) -> str:
-    """The colour of a failure class (or ``pass``/``error``); unknown classes get spares."""
-    if kind in COLOURS:
-        return COLOURS[kind]
-    extra = [k for k in known if k not in COLOURS]
-    return SPARE[extra.index(kind) % len(SPARE)] if kind in extra else SPARE[0]
-
-
-@dataclass(frozen=True)
-class Bar:
-    """One bar of a chart: a share now, and the baseline's share when there is one."""
-
-    label: str
-    value: float | None
-    baseline: float | None
-    note: str
-    colour: str = "#2f6fb0"
-
-
-def bar_chart(title: str, bars: Sequence[Bar], chart_id: str) -> str:
-    """A horizontal bar chart as inline SVG, with the baseline marked on each bar."""
-    label_w, bar_w, row_h, top = 290, 470, 26, 30
-    width, height = label_w + bar_w + 250, top + row_h * len(bars) + 26
-    out = [
-        f'<svg class="chart" id="{esc(chart_id)}" role="img" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
-        f"<title>{esc(title)}</title>",
-        f'<text x="0" y="18" class="ct">{esc(title)}</text>',
-    ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        x = label_w + bar_w * tick
-        out.append(
-            f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 22}" class="grid"/>'
-            f'<text x="{x:.1f}" y="{height - 8}" class="tick">{pct(tick)}</text>'
-        )
-    for i, bar in enumerate(bars):
-        y = top + i * row_h
-        out.append(f'<text x="{label_w - 8}" y="{y + 17}" class="bl">{esc(bar.label)}</text>')
-        out.append(
-            f'<rect x="{label_w}" y="{y + 4}" width="{bar_w}" height="{row_h - 8}" class="track"/>'
-        )
-        if bar.value is not None:
-            w = max(bar_w * bar.value, 1.5)
-            out.append(
-                f'<rect class="bar" x="{label_w}" y="{y + 4}" width="{w:.1f}" '
-                f'height="{row_h - 8}" fill="{esc(bar.colour)}">'
-                f"<title>{esc(bar.label)}: {esc(bar.note)}</title></rect>"
-            )
-        if bar.baseline is not None:
-            x = label_w + bar_w * bar.baseline
-            out.append(
-                f'<line class="baseline-mark" x1="{x:.1f}" y1="{y + 1}" x2="{x:.1f}" '
-                f'y2="{y + row_h - 1}" stroke="{BASELINE_MARK}" stroke-width="3">'
-                f"<title>baseline {pct(bar.baseline)}</title></line>"
-            )
-        out.append(
-            f'<text x="{label_w + bar_w + 8}" y="{y + 17}" class="bv">{esc(bar.note)}</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _arm_label(arm: ArmScore, with_model: bool) -> str:
-    parts = (
-        [arm.suite, arm.model, arm.channel, arm.condition]
-        if with_model
-        else [
-            arm.suite,
-            arm.channel,
-            arm.condition,
-        ]
-    )
-    return " / ".join(parts)
-
-
-def pass_bars(arms: Sequence[ArmScore], gate: Gate | None) -> list[Bar]:
-    """Pass rate per arm, with the baseline's rate over the cases both ran."""
-    bars = []
-    for arm in arms:
-        c = gate.arms.get(arm.id) if gate else None
-        rate = arm.passed / arm.scored if arm.scored else None
-        base = c.passed_before / c.compared if c and c.compared else None
-        note = f"{arm.passed}/{arm.scored}" + (
-            f" (baseline {c.passed_before}/{c.compared})" if c and c.compared else ""
-        )
-        bars.append(Bar(_arm_label(arm, True), rate, base, note))
-    return bars
-
-
-def adoption_bars(arms: Sequence[ArmScore], gate: Gate | None) -> list[Bar]:
-    """Adoption per tool-channel arm, with the baseline's adoption."""
-    bars = []
-    for arm in arms:
-        if arm.adoption is None:
-            continue
-        c = gate.arms.get(arm.id) if gate else None
-        before = c.adoption_before if c else None
-        note = f"{arm.routes.get('tool_calls', 0)}/{arm.calls} calls" + (
-            f" (baseline {pct(before)})" if before is not None else ""
-        )
-        bars.append(Bar(_arm_label(arm, True), arm.adoption, before, note, "#1c9c9c"))
-    return bars
-
-
-def model_bars(arms: Sequence[ArmScore]) -> list[Bar]:
-    """Models side by side: per suite, channel and condition, one bar per model."""
-    groups: dict[tuple[str, str, str], list[ArmScore]] = {}
-    for arm in arms:
-        groups.setdefault((arm.suite, arm.channel, arm.condition), []).append(arm)
-    models = sorted({a.model for a in arms})
-    bars = []
-    for key in sorted(groups):
-        for arm in sorted(groups[key], key=lambda a: a.model):
-            rate = arm.passed / arm.scored if arm.scored else None
-            colour = SPARE[models.index(arm.model) % len(SPARE)]
-            label = f"{' / '.join(key)} · {arm.model}"
-            bars.append(Bar(label, rate, None, f"{arm.passed}/{arm.scored}", colour))
-    return bars
+__all__ = ["esc", "html_report"]
 
 
 def cell_kind(result: ProbeResult) -> str:
@@ -176,12 +50,16 @@ def cell_kind(result: ProbeResult) -> str:
 OUTCOME_TAGS = {"xfailed": "known", "xpassed": "gain", "flipped": "FLIP"}
 
 
-def grid_cell(result: ProbeResult | None, known: Sequence[str]) -> str:
-    """One case x arm cell: a coloured summary that opens every sample's details."""
+def grid_cell(result: ProbeResult | None, known: Sequence[str], unstable: bool = False) -> str:
+    """One case x arm cell: a coloured summary that opens every sample's details; a case
+    whose samples disagreed (now or in the baseline) is marked ``unstable``."""
     if result is None:
         return '<td class="empty">—</td>'
     kind = cell_kind(result)
     tag = OUTCOME_TAGS.get(result.outcome or "", "")
+    marks = [tag] if tag else []
+    if unstable:
+        marks.append("unstable")
     first = next((s for s in result.samples if not s.passed), None) or (
         result.samples[0] if result.samples else None
     )
@@ -205,26 +83,35 @@ def grid_cell(result: ProbeResult | None, known: Sequence[str]) -> str:
     if result.message:
         samples.insert(0, f"<pre>{esc(result.message)}</pre>")
     return (
-        f'<td class="cell" data-kind="{esc(kind)}" style="--c:{esc(colour_of(kind, known))}">'
+        f'<td class="cell" data-kind="{esc(kind)}"'
+        + (' data-unstable="yes"' if unstable else "")
+        + f' style="--c:{esc(colour_of(kind, known))}">'
         f"<details><summary>{esc(short[:40])}"
-        + (f' <span class="tag">{esc(tag)}</span>' if tag else "")
+        + "".join(f' <span class="tag">{esc(mark)}</span>' for mark in marks)
         + f'</summary><div class="pop"><div class="nid">{esc(result.nodeid)}</div>'
         + "".join(samples)
         + "</div></details></td>"
     )
 
 
-def grid(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> str:
-    """The case x arm table, coloured by failure class."""
+def grid(
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    unstable: Collection[tuple[str, str]] = (),
+) -> str:
+    """The case x arm table, coloured by failure class; ``unstable`` holds the (arm id, case)
+    pairs whose samples disagreed, now or in the baseline."""
     by_key = {(r.arm_id, r.case): r for r in results}
     cases = sorted({(r.suite, r.case) for r in results})
     known = ["pass", *failure_classes(arms), "error", "unsupported"]
     many_models = len({a.model for a in arms}) > 1
-    head = "".join(f"<th>{esc(_arm_label(a, many_models))}</th>" for a in arms)
+    head = "".join(f"<th>{esc(arm_label(a, many_models))}</th>" for a in arms)
     body = []
     for suite, case in cases:
         cells = "".join(
-            grid_cell(by_key.get((a.id, case)), known) if a.suite == suite else "<td></td>"
+            grid_cell(by_key.get((a.id, case)), known, (a.id, case) in unstable)
+            if a.suite == suite
+            else "<td></td>"
             for a in arms
         )
         body.append(f"<tr><th class='case'>{esc(case)}</th>{cells}</tr>")
@@ -235,6 +122,10 @@ def grid(arms: Sequence[ArmScore], results: Sequence[ProbeResult]) -> str:
         f'<span class="key"><i style="background:{esc(colour_of(k, known))}"></i>{esc(k)}</span>'
         for k in used
     )
+    if unstable:
+        legend += (
+            '<span class="key"><i class="unstable-key"></i>unstable (samples disagreed)</span>'
+        )
     return (
         f'<div class="legend">{legend}</div>'
         f'<table class="grid" id="grid"><thead><tr><th>case</th>{head}</tr></thead>'
@@ -261,8 +152,14 @@ def gate_section(gate: Gate | None) -> str:
         if lines:
             items.append(f"<h3>{title}</h3><ul>" + "".join(f"<li>{esc(x)}</li>" for x in lines))
             items.append("</ul>")
+    if gate.suggestions:
+        items.append("<h3>Suggestions</h3><ul>")
+        items += [f"<li>{esc(x)}</li>" for x in gate.suggestions]
+        items.append("</ul>")
     if gate.coverage:
         items.append(f'<p class="coverage">{esc(gate.coverage)}</p>')
+    if gate.other_mode_line:
+        items.append(f'<p class="other-mode">{esc(gate.other_mode_line)}</p>')
     if gate.new and gate.decision != "updated":
         items.append(f"<p>No baseline for {len(gate.new)} arm(s): {esc(NO_BASELINE_HINT)}.</p>")
     return (
@@ -287,8 +184,6 @@ def settings_section(run: dict[str, Any]) -> str:
 
 def scoreboard_table(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     """The scoreboard as HTML tables (same columns and groups as the terminal)."""
-    from pytest_cardprobe.score.report import groups, rows
-
     out = []
     for group in groups(arms):
         headers, body = rows(group, gate)
@@ -328,6 +223,7 @@ code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f2f2f2;padding:
 border-radius:3px}
 table{border-collapse:collapse}th,td{text-align:left;padding:4px 8px}
 .settings th{color:#555;font-weight:500}.board td,.board th{border-bottom:1px solid #eee}
+.board td{white-space:nowrap}
 .chart .ct{font-weight:600;font-size:14px}.chart .bl{text-anchor:end;font-size:12px}
 .chart .bv{font-size:12px;fill:#333}.chart .tick{font-size:10px;fill:#777;text-anchor:middle}
 .chart .grid{stroke:#e6e6e6}.chart .track{fill:#f1f1f1}
@@ -345,7 +241,36 @@ font-size:11px;max-height:320px;overflow:auto}.grid .nid{font-size:11px;color:#6
 .key i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:5px;
 vertical-align:-1px}
 .scroll{overflow-x:auto}.muted{color:#666;font-size:12px}
+.grid td[data-unstable]{outline:2px dashed #1d1d1f;outline-offset:-3px}
+.key i.unstable-key{outline:2px dashed #1d1d1f;outline-offset:-2px;background:#fff}
+.chart .whisker{fill:none}.chart .series{stroke-linejoin:round}
+.pair{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}
 """
+
+
+def page(title: str, body: str) -> str:
+    """A whole self-contained page: ``title`` and ``body`` (already escaped HTML)."""
+    return (
+        "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        # No script may run at all, even if something slipped through escaping.
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>{esc(title)}</title>"
+        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
+    )
+
+
+def unstable_section(arms: Sequence[ArmScore], gate: Gate | None) -> str:
+    """The unstable cases of every arm, both sides, as a list (empty when there are none)."""
+    items = [
+        f"<li><code>{esc(arm.id)}</code>: {esc(', '.join(map(str, cases)))}</li>"
+        for arm in arms
+        if (cases := unstable_of(arm, gate))
+    ]
+    if not items:
+        return ""
+    title = UNSTABLE_TITLE[0].upper() + UNSTABLE_TITLE[1:]
+    return f"<section id='unstable'><h2>{esc(title)}</h2><ul>{''.join(items)}</ul></section>"
 
 
 def html_report(
@@ -356,33 +281,39 @@ def html_report(
 ) -> str:
     """The whole page."""
     charts = [
-        bar_chart("Pass rate per arm (black mark: baseline)", pass_bars(arms, gate), "pass-chart")
+        bar_chart(
+            "Pass rate per arm (black mark: baseline; whisker: 95 % interval)",
+            pass_bars(arms, gate),
+            "pass-chart",
+        )
     ]
     tool = adoption_bars(arms, gate)
     if tool:
         charts.append(
-            bar_chart("Adoption per tool arm (black mark: baseline)", tool, "adoption-chart")
+            bar_chart(
+                "Adoption per tool arm (black mark: baseline; whisker: 95 % interval)",
+                tool,
+                "adoption-chart",
+            )
         )
     if len({a.model for a in arms}) > 1:
         charts.append(bar_chart("Models side by side", model_bars(arms), "models-chart"))
     moved = sum(1 for c in (gate.arms.values() if gate else []) if c.word not in (SAME, NEW))
-    return (
-        "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-        # No script may run at all, even if something slipped through escaping.
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'; img-src data:\">"
-        "<title>cardprobe report</title>"
-        f"<style>{STYLE}</style></head><body>"
+    unstable = {(a.id, u.case) for a in arms for u in unstable_of(a, gate)}
+    return page(
+        "cardprobe report",
         f"<h1>cardprobe report</h1><p class='muted'>{len(results)} probe test(s), "
         f"{len(arms)} arm(s), {moved} arm(s) moved against the baseline</p>"
         f"{gate_section(gate)}"
         f"<section><h2>Scoreboard</h2><div class='scroll'>{scoreboard_table(arms, gate)}</div>"
+        "<p class='muted'>Shares show their 95 % Wilson interval; p is the one-sided p-value "
+        "of the loss against the baseline (paired over the cases that ran in both).</p>"
         "</section>"
-        f"{section_tables(arms)}"
+        f"{section_tables(arms)}{unstable_section(arms, gate)}"
         f"<section><h2>Charts</h2>{''.join(charts)}</section>"
         f"<section><h2>Cases &times; arms</h2><p class='muted'>Colour: the first failing sample's "
-        f"failure class. Open a cell for every sample's label, route and whole reply.</p>"
-        f"<div class='scroll'>{grid(arms, results)}</div></section>"
-        f"<section><h2>Settings</h2>{settings_section(run)}</section>"
-        "</body></html>\n"
+        f"failure class; a dashed border marks an unstable case. Open a cell for every "
+        f"sample's label, route and whole reply.</p>"
+        f"<div class='scroll'>{grid(arms, results, unstable)}</div></section>"
+        f"<section><h2>Settings</h2>{settings_section(run)}</section>",
     )

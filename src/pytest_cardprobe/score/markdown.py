@@ -1,5 +1,9 @@
 """The Markdown report (``--cardprobe-md`` and ``$GITHUB_STEP_SUMMARY``), built from the
-same rows and lines as the terminal scoreboard."""
+same rows and lines as the terminal scoreboard.
+
+Its first line is :data:`MARKER`, an HTML comment a reader never sees, so a CI step can find
+the comment it posted before and replace it instead of adding another.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.score.report import (
     NO_BASELINE_HINT,
     TIMING_TITLE,
+    UNSTABLE_TITLE,
     canary_lines,
     flip_lines,
     groups,
@@ -18,8 +23,12 @@ from pytest_cardprobe.score.report import (
     sections,
     timing_table,
     unscored_lines,
+    unstable_lines,
 )
 from pytest_cardprobe.types import escape_control
+
+#: The report's first line: how a CI step recognises its own earlier comment.
+MARKER = "<!-- cardprobe-report -->"
 
 
 def _md_cell(text: str) -> str:
@@ -28,11 +37,13 @@ def _md_cell(text: str) -> str:
 
 def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     """A Markdown report fit for a pull-request comment."""
-    out = ["## cardprobe", ""]
+    out = [MARKER, "## cardprobe", ""]
     if gate:
         out += [f"**Gate: {gate.decision}** — {_md_cell(gate.summary)}", ""]
         if gate.coverage:
             out += [f"_{_md_cell(gate.coverage)}_", ""]
+        if gate.other_mode_line:
+            out += [f"_{_md_cell(gate.other_mode_line)}_", ""]
     for number, group in enumerate(groups(arms)):
         headers, body = rows(group, gate)
         out += [""] if number else []
@@ -54,6 +65,7 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
             ("Warnings (within the noise floor)", gate.warnings),
             ("Unscored (inconclusive)", unscored_lines(gate)),
             ("Gains", gate.gains),
+            ("Suggestions", gate.suggestions),
             ("New arms", [f"{a} ({NO_BASELINE_HINT})" for a in gate.new]),
         ):
             if items:
@@ -73,8 +85,8 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     if changes:
         out += ["", "### Model changed since the recording", ""]
         out.extend(f"- {_md_cell(line)}" for line in changes)
-    split = [(a.id, c) for a in arms for c in sorted(a.split)]
-    if split:
-        out += ["", "### Split cases", ""]
-        out.extend(f"- `{_md_cell(a)}`: {_md_cell(c)}" for a, c in split)
+    unstable = unstable_lines(arms, gate)
+    if unstable:
+        out += ["", f"### {UNSTABLE_TITLE[0].upper()}{UNSTABLE_TITLE[1:]}", ""]
+        out.extend(f"- {_md_cell(line)}" for line in unstable)
     return "\n".join(out) + "\n"

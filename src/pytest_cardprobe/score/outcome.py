@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_cardprobe.score.baseline import Baseline
+from pytest_cardprobe.score.rule import label_of
 from pytest_cardprobe.types import ProbeResult, escape_control
 
 PASSED, FAILED = "passed", "failed"
+
+__all__ = ["FAILED", "FLIP", "GAIN", "KNOWN", "PASSED", "Outcome", "label_of", "outcome_of"]
 KNOWN, GAIN, FLIP = "xfailed", "xpassed", "flipped"
 
 
@@ -22,12 +25,6 @@ class Outcome:
 
     kind: str
     reason: str = ""
-
-
-def label_of(result: ProbeResult) -> str:
-    """The label a test is known by: its first failing sample's, else its first sample's."""
-    bad = next((s.label for s in result.samples if not s.passed), None)
-    return bad or (result.samples[0].label if result.samples else "")
 
 
 def outcome_of(

@@ -1,10 +1,8 @@
-"""Render scores and the gate: the terminal scoreboard, the Markdown and the JSON report.
+"""Render scores and the gate as lines: the terminal scoreboard and what follows it.
 
-Everything is built as data first (columns, rows, lines) so that it can be printed, written
-or snapshotted the same way. Columns come from the data: a failure class, a route or a
-note gets a column when some arm has one, so new classes need no change here. Call arms
-(channel ``call``) get a table of their own, since their failure classes are not the card
-ones; call suites' canaries are a section of their own lines.
+Everything is built as data first (rows from ``columns.py``, sections, lines) so that it can
+be printed, written or snapshotted the same way; the Markdown, JSON and HTML reports use the
+same rows and lines. Call suites' canaries are a section of their own lines.
 """
 
 from __future__ import annotations
@@ -14,137 +12,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore
-from pytest_cardprobe.score.gate import NEW, SAME, ArmComparison, Gate
-from pytest_cardprobe.types import FailureClass
+from pytest_cardprobe.score.columns import (
+    ROUTE_SPLIT_CHANNELS,
+    Column,
+    by_route,
+    columns,
+    failure_classes,
+    groups,
+    pct,
+    routes_shown,
+    rows,
+)
+from pytest_cardprobe.score.gate import Gate, UnstableCase
+
+__all__ = [
+    "ROUTE_SPLIT_CHANNELS",
+    "Column",
+    "by_route",
+    "columns",
+    "failure_classes",
+    "groups",
+    "pct",
+    "routes_shown",
+    "rows",
+    "scoreboard_lines",
+]
 
 NO_BASELINE_HINT = "pytest --cardprobe-update-baseline records one"
-
-
-@dataclass(frozen=True)
-class Column:
-    """One scoreboard column: its header and how a row's cell is drawn."""
-
-    header: str
-    cell: Callable[[ArmScore, ArmComparison | None], str]
-
-
-def pct(value: float | None) -> str:
-    """A share as a whole percentage, ``-`` when there is none."""
-    return "-" if value is None else f"{round(value * 100):d}%"
-
-
-#: Card channels whose replies travel more than one route (call arms have their own table).
-ROUTE_SPLIT_CHANNELS = ("tool", "retry")
-
-
-def by_route(arm: ArmScore, _: ArmComparison | None = None) -> str:
-    """Tool and retry arms: samples passed / samples, per route that carried any."""
-    if arm.channel not in ROUTE_SPLIT_CHANNELS:
-        return "-"
-    return "; ".join(f"{r} {p}/{n}" for r, (p, n) in arm.by_route().items()) or "-"
-
-
-def _signed(value: int) -> str:
-    return f"{value:+d}" if value else "0"
-
-
-def _passed(arm: ArmScore, _: ArmComparison | None) -> str:
-    return "-" if arm.unsupported and not arm.scored else f"{arm.passed}/{arm.scored}"
-
-
-def _passed_change(_: ArmScore, c: ArmComparison | None) -> str:
-    if c is None or c.word == NEW:
-        return "new" if c else ""
-    return _signed(c.passed_delta)
-
-
-def _adoption(arm: ArmScore, _: ArmComparison | None) -> str:
-    if arm.adoption is None:
-        return "-"
-    tool = arm.routes.get("tool_calls", 0)
-    # A call arm's share is over the samples that made a call (declining is right for some).
-    made = tool + arm.routes.get("recovered", 0) if arm.is_call_arm else arm.calls
-    return f"{tool}/{made} {pct(arm.adoption)}"
-
-
-def _adoption_change(arm: ArmScore, c: ArmComparison | None) -> str:
-    delta = c.adoption_delta if c else None
-    if delta is None or arm.adoption is None:
-        return ""
-    return f"{round(delta * 100):+d}pt" if round(delta * 100) else "0"
-
-
-def _ran(_: ArmScore, c: ArmComparison | None) -> str:
-    """Coverage of a partial run: the baseline's cases of the arm that ran, of how many."""
-    if c is None or c.cases_in_baseline is None:
-        return "-"
-    return f"{c.baseline_cases_run}/{c.cases_in_baseline}"
-
-
-def _word(_: ArmScore, c: ArmComparison | None) -> str:
-    return "" if c is None else ("ok" if c.word == SAME else c.word)
-
-
-def _count(attribute: str, key: str) -> Callable[[ArmScore, ArmComparison | None], str]:
-    """A cell showing ``arm.<attribute>[key]`` (a route or failure-class count)."""
-
-    def cell(arm: ArmScore, _: ArmComparison | None) -> str:
-        counts: dict[str, int] = getattr(arm, attribute)
-        return str(counts.get(key, 0))
-
-    return cell
-
-
-def failure_classes(arms: Sequence[ArmScore]) -> list[str]:
-    """Failure classes some arm has, in the enum's order, then any others by name."""
-    seen = {k for a in arms for k, n in a.failures.items() if n}
-    order = [c.value for c in FailureClass]
-    return [c for c in order if c in seen] + sorted(seen - set(order))
-
-
-def routes_shown(arms: Sequence[ArmScore]) -> list[str]:
-    """Routes worth a column: any besides the two every arm has (``tool_calls``, ``content``)."""
-    seen = {r for a in arms for r, n in a.routes.items() if n}
-    return sorted(seen - {"tool_calls", "content"})
-
-
-def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
-    """The scoreboard's columns for these arms."""
-    cols = [
-        Column("suite", lambda a, c: a.suite),
-        Column("model", lambda a, c: a.model),
-        Column("channel", lambda a, c: a.channel),
-        Column("condition", lambda a, c: a.condition),
-        Column("passed", _passed),
-    ]
-    if gate is not None and any(c.partial for c in gate.arms.values()):
-        cols.append(Column("ran", _ran))
-    if gate is not None and gate.decision != "updated":
-        cols.append(Column("±", _passed_change))
-    if any(a.adoption is not None for a in arms):
-        cols.append(Column("adoption", _adoption))
-        if gate is not None and any(c.adoption_delta is not None for c in gate.arms.values()):
-            cols.append(Column("±pt", _adoption_change))
-    cols += [Column(r, _count("routes", r)) for r in routes_shown(arms)]
-    if any(a.channel in ROUTE_SPLIT_CHANNELS and a.by_route() for a in arms):
-        cols.append(Column("pass_by_route", by_route))
-    if any(a.args_as_string for a in arms):
-        cols.append(Column("args_as_string", lambda a, c: str(a.args_as_string)))
-    cols += [Column(n, _count("failures", n)) for n in failure_classes(arms)]
-    if any(a.split for a in arms):
-        cols.append(Column("split", lambda a, c: str(len(a.split))))
-    if any(a.unscored or a.unsupported for a in arms):
-        cols.append(Column("unscored", lambda a, c: str(a.unscored + a.unsupported)))
-    if gate is not None and gate.decision != "updated":
-        cols.append(Column("gate", _word))
-    return cols
-
-
-def rows(arms: Sequence[ArmScore], gate: Gate | None) -> tuple[list[str], list[list[str]]]:
-    """Headers and one row of cells per arm."""
-    cols = columns(arms, gate)
-    found = gate.arms if gate else {}
-    return [c.header for c in cols], [[c.cell(a, found.get(a.id)) for c in cols] for a in arms]
 
 
 @dataclass(frozen=True)
@@ -188,12 +82,6 @@ def sections(arms: Sequence[ArmScore]) -> list[Section]:
     return [s for build in SECTIONS if (s := build(arms)) is not None]
 
 
-def groups(arms: Sequence[ArmScore]) -> list[list[ArmScore]]:
-    """The arms of each table, in order: card arms, then call arms; empty groups left out."""
-    found = [[a for a in arms if not a.is_call_arm], [a for a in arms if a.is_call_arm]]
-    return [g for g in found if g]
-
-
 def tables(arms: Sequence[ArmScore], gate: Gate | None) -> list[list[str]]:
     """One aligned text table per group of arms, a blank line between them."""
     lines: list[list[str]] = []
@@ -220,19 +108,47 @@ def unscored_lines(gate: Gate) -> list[str]:
     ]
 
 
-def gate_lines(gate: Gate, gains: bool = True) -> list[str]:
+def gate_lines(gate: Gate, quiet: bool = False) -> list[str]:
     """The gate line, then what explains it: regressions, warnings, unscored arms of an
-    inconclusive gate, the coverage of a partial run, and (unless ``gains`` is off) gains."""
+    inconclusive gate, the coverage of a partial run; unless ``quiet`` (``-q``), also the
+    gains, the floor suggestions and what the other gate mode would have decided."""
     lines = [f"gate: {gate.decision} — {gate.summary}"]
     for title, items in (
         ("REGRESSION", gate.regressions),
         ("warning", gate.warnings),
         ("inconclusive", unscored_lines(gate)),
-        ("gain", gate.gains if gains else []),
+        ("gain", [] if quiet else gate.gains),
+        ("suggestion", [] if quiet else gate.suggestions),
     ):
         lines.extend(f"  {title}: {item}" for item in items)
     if gate.coverage:
         lines.append(f"  {gate.coverage}")
+    if not quiet and gate.other_mode_line:
+        lines.append(f"  {gate.other_mode_line}")
+    return lines
+
+
+UNSTABLE_TITLE = "unstable cases (samples disagreed, now or in the baseline)"
+
+
+def unstable_of(arm: ArmScore, gate: Gate | None) -> list[UnstableCase]:
+    """An arm's unstable cases: from the comparison (both sides), else from this run."""
+    found = gate.arms.get(arm.id) if gate else None
+    if found is not None:
+        return found.unstable
+    return [
+        UnstableCase(case, (arm.cases[case]["samples_passed"], arm.cases[case]["samples"]), None)
+        for case in sorted(arm.split)
+    ]
+
+
+def unstable_lines(arms: Sequence[ArmScore], gate: Gate | None) -> list[str]:
+    """Per arm with any, its unstable cases on one line."""
+    lines = []
+    for arm in arms:
+        cases = unstable_of(arm, gate)
+        if cases:
+            lines.append(f"{arm.id}: {', '.join(map(str, cases))}")
     return lines
 
 
@@ -315,7 +231,7 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
     if not arms:
         return []
     if verbosity < 0:
-        return (gate_lines(gate, gains=False) if gate else []) + no_baseline_line(gate)
+        return (gate_lines(gate, quiet=True) if gate else []) + no_baseline_line(gate)
     lines = [line for t in tables(arms, gate) for line in t]
     headers, timing = timing_table(arms)
     if timing:
@@ -325,10 +241,9 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
         lines += ["", "model changed since the recording:", *(f"  {c}" for c in changes)]
     for section in sections(arms):
         lines += ["", section.caption, *table(section.headers, section.body)]
-    split = [(a, c) for a in arms for c in sorted(a.split)]
-    if split:
-        lines += ["", "split cases (samples disagreed):"]
-        lines.extend(f"  {a.id}: {c}" for a, c in split)
+    unstable = unstable_lines(arms, gate)
+    if unstable:
+        lines += ["", f"{UNSTABLE_TITLE}:", *(f"  {line}" for line in unstable)]
     canary = canary_lines(gate)
     if canary:
         lines += ["", *canary]

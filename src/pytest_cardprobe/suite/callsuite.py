@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.suite.calls import DEFAULT_MAX_TURNS, ScriptedResult
-from pytest_cardprobe.suite.context import Reader
+from pytest_cardprobe.suite.context import Reader, at_least_of
 from pytest_cardprobe.suite.errors import KeyPath
 from pytest_cardprobe.suite.expectations import parse_expectation, parse_results
 from pytest_cardprobe.suite.records import (
@@ -47,7 +47,7 @@ def call_suite(
         tool_lines = {k[1:]: line for k, line in reader.lines.items() if k[:1] == ("tools",)}
     max_turns = int(data.get("max_turns", DEFAULT_MAX_TURNS))
     cases = tuple(
-        _case(reader, ("cases", i), item, tools, max_turns, case_id)
+        _case(reader, ("cases", i), item, tools, (max_turns, common["samples"]), case_id)
         for i, item in enumerate(data["cases"])
     )
     return Suite(
@@ -70,9 +70,10 @@ def _case(
     entry: KeyPath,
     item: dict[str, Any],
     tools: list[dict[str, Any]],
-    suite_turns: int,
+    suite_limits: tuple[int, int],
     case_id: CaseId,
 ) -> Case:
+    suite_turns, samples = suite_limits  # the suite's max_turns and samples
     ident = case_id(entry, item["id"])
     fail = reader.fail
     expect = parse_expectation(item["expect"], (*entry, "expect"), fail, tools)
@@ -109,6 +110,7 @@ def _case(
         results=results,
         max_turns=turns,
         canary=item.get("canary"),
+        at_least=at_least_of(reader, (*entry, "at_least"), item.get("at_least"), samples),
     )
 
 

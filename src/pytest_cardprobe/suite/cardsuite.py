@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.suite.context import Reader
+from pytest_cardprobe.suite.context import Reader, at_least_of
 from pytest_cardprobe.suite.errors import KeyPath, describe
 from pytest_cardprobe.suite.records import (
     DEFAULT_CHANNELS,
@@ -42,7 +42,7 @@ def card_suite(
         seed_turn = SeedTurn(user=data["seed_turn"]["user"], card=data["seed_turn"]["card"])
     vocabulary = tuple(data["vocabulary"]) if "vocabulary" in data else DEFAULT_VOCABULARY
     cases = tuple(
-        _case(reader, (("cases", i)), item, vocabulary, case_id)
+        _case(reader, (("cases", i)), item, vocabulary, case_id, common["samples"])
         for i, item in enumerate(data["cases"])
     )
     return Suite(
@@ -84,6 +84,7 @@ def _case(
     item: dict[str, Any],
     vocabulary: tuple[str, ...],
     case_id: CaseId,
+    samples: int,
 ) -> Case:
     ident = case_id(entry, item["id"])
     accept: tuple[str, ...] = tuple(item["accept"])
@@ -104,4 +105,5 @@ def _case(
         accept=accept,
         requires_input=item.get("requires_input", requires_input),
         line=reader.lines.get(entry),
+        at_least=at_least_of(reader, (*entry, "at_least"), item.get("at_least"), samples),
     )

@@ -111,3 +111,17 @@ class Reader:
         if not text.strip():
             self.fail(key, f"{what} file is empty: {resolved}")
         return text, resolved
+
+
+def at_least_of(reader: Reader, key: KeyPath, value: Any, samples: int) -> int | None:
+    """A suite's or a case's ``at_least`` (the schema made it an integer >= 1), which may not
+    ask more samples to pass than the suite asks for."""
+    if value is None:
+        return None
+    if value > samples:
+        reader.fail(
+            key,
+            f"at_least {value} is more than the suite's {samples} samples; a test cannot "
+            f"pass on more samples than it asks for (at most samples: {samples})",
+        )
+    return int(value)

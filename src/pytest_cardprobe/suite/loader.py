@@ -27,7 +27,13 @@ import yaml
 from pytest_cardprobe.files import FileRefused, read_capped
 from pytest_cardprobe.suite.callsuite import call_suite, case_prefix
 from pytest_cardprobe.suite.cardsuite import card_suite
-from pytest_cardprobe.suite.context import DEFAULT_MAX_BYTES, MAX_SAMPLES, Reader, SuiteLimits
+from pytest_cardprobe.suite.context import (
+    DEFAULT_MAX_BYTES,
+    MAX_SAMPLES,
+    Reader,
+    SuiteLimits,
+    at_least_of,
+)
 from pytest_cardprobe.suite.documents import LOADER, decode_utf8, parse_yaml
 from pytest_cardprobe.suite.errors import KeyPath, SuiteError, describe, one_of
 from pytest_cardprobe.suite.records import (
@@ -217,6 +223,7 @@ def _read(reader: _SuiteReader, data: Any, root_line: int, judges: Collection[st
             f"{samples} samples is more than the limit of {reader.limits.max_samples} "
             "(raise ini cardprobe_max_samples to allow more)",
         )
+    at_least = at_least_of(reader, ("at_least",), data.get("at_least"), samples)
     think = data.get("think")
     if isinstance(think, bool):  # YAML 1.1 reads a bare `off`/`on` as a boolean
         think = "on" if think else "off"
@@ -228,6 +235,7 @@ def _read(reader: _SuiteReader, data: Any, root_line: int, judges: Collection[st
         "history": _history(reader, data.get("history", [])),
         "options": data.get("options", {}),
         "think": think,
+        "at_least": at_least,
     }
     build = call_suite if judge == CALL_JUDGE else card_suite
     return build(reader, data, common, reader.case_id)

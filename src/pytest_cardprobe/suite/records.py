@@ -71,6 +71,8 @@ class Case:
     results: tuple[ScriptedResult, ...] = ()
     max_turns: int = DEFAULT_MAX_TURNS
     canary: str | None = None
+    # The case's own k-of-n rule (key ``at_least``); None: the suite's rule.
+    at_least: int | None = None
 
     @property
     def is_control(self) -> bool:
@@ -117,6 +119,9 @@ class Suite:
     cases: tuple[Case, ...]
     # None when the suite does not say: --think or the ini key cardprobe_think decides.
     think: str | None = None
+    # The k-of-n rule (key ``at_least``): a test passes when at least k samples pass;
+    # None: every sample must pass. A case's own ``at_least`` wins over this.
+    at_least: int | None = None
     allow_unknown_types: bool = False
     seed_turn: SeedTurn | None = None
     # Call suites only: every declared tool (sent with every request) and the file they

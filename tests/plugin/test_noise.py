@@ -1,0 +1,210 @@
+"""A gate that knows the noise, on the shipped recordings edited into regressions.
+
+The replies are test data (edited cassettes); replay, judging, the baseline, the paired
+test and both gate modes are the real ones. Six cases of prose/cold are made to pass on
+both samples and written into the baseline; then some of them lose one sample (the case
+becomes unstable: a coin flip) or both (it really broke).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from cardprobe_testing import cassette, report, set_replies
+
+from pytest_cardprobe.score.stats import ALPHA as A
+
+CARDS = {
+    "date": [{"type": "Input.Date", "id": "day", "label": "Day"}],
+    "time": [{"type": "Input.Time", "id": "at", "label": "Time"}],
+    "toggle": [{"type": "Input.Toggle", "id": "on", "title": "Remind me"}],
+    "text": [{"type": "Input.Text", "id": "name", "label": "Name"}],
+    "number": [{"type": "Input.Number", "id": "n", "label": "How many"}],
+    "choice_size": [
+        {"type": "Input.ChoiceSet", "id": "size", "choices": [{"title": "S", "value": "s"}]}
+    ],
+}
+PROSE = "Any weekday morning works well for most people."
+ARM = "cards/smollm2:135m/prose/cold"
+SIGNIFICANCE = ("--cardprobe-gate", "significance")
+
+
+def set_reply(path: Path, sample: int, content: str) -> None:
+    """Rewrite the reply of one sample (one recorded interaction) of a prose cassette."""
+    data = yaml.safe_load(path.read_text())
+    body = data["interactions"][sample]["response"]["body"]
+    reply = json.loads(body["string"])
+    reply["message"]["content"] = content
+    body["string"] = json.dumps(reply)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+@pytest.fixture
+def passing(recorded: pytest.Pytester) -> pytest.Pytester:
+    """Six prose/cold cases pass on both samples, and the baseline says so."""
+    for case, body in CARDS.items():
+        set_replies(cassette(recorded, case, "prose", "cold"), content=json.dumps(body))
+    result, _ = report(recorded, "--update-baseline")
+    assert result.ret == 0, result.stdout.str()
+    verdicts = json.loads((recorded.path / "cardprobe-baseline.json").read_text())["arms"][ARM]
+    assert verdicts["verdicts"]["date"] | {} == {
+        "calls": 2, "label": "ok Input.Date", "passed": True, "samples": 2,
+        "samples_passed": 2, "tool_calls": 0,
+    }  # fmt: skip
+    return recorded
+
+
+def unsettle(project: pytest.Pytester, cases: list[str]) -> None:
+    """Each case keeps its card on sample 1 and answers in prose on sample 2."""
+    for case in cases:
+        set_reply(cassette(project, case, "prose", "cold"), 1, PROSE)
+
+
+def row(result: pytest.RunResult) -> dict[str, str]:
+    """The prose/cold row of the card scoreboard, by header (cells cut at header columns)."""
+    lines = result.stdout.lines
+    head = next(i for i, line in enumerate(lines) if line.startswith("suite  model"))
+    starts = [(m.start(), m.group()) for m in re.finditer(r"\S+", lines[head])]
+    line = next(x for x in lines[head:] if x.startswith("cards ") and " prose    cold " in x)
+    ends = [s for s, _ in starts[1:]] + [len(line)]
+    return {name: line[start:end].strip() for (start, name), end in zip(starts, ends, strict=True)}
+
+
+def test_a_three_case_coin_flip_fails_the_floor_and_passes_significance(
+    passing: pytest.Pytester,
+) -> None:
+    unsettle(passing, ["date", "time", "toggle"])
+    floor, data = report(passing)
+    assert floor.ret == pytest.ExitCode.TESTS_FAILED
+    floor.stdout.fnmatch_lines(
+        [
+            "gate: fail — 1 regression(s), 0 warning(s) within ±1, * (mode floor ±1)",
+            f"  REGRESSION: {ARM}: passed 7 -> 4 of 25 (floor ±1); pass -> fail: date *",
+            f"  suggestion: {ARM}: this arm has 3 unstable cases; --cardprobe-noise-floor 3 would "
+            "absorb them",
+            f"  mode significance, {A} = 0.05 would pass",
+        ]
+    )
+    # The same figures either way: p = (1/2)^3, since each case's baseline held both of its
+    # three passes with chance C(3,2) C(1,0) / C(4,2) = 1/2.
+    cells = row(floor)
+    assert (cells["±"], cells["p"], cells["unstable"], cells["gate"]) == (
+        "-3", "0.125", "3", "regression",
+    )  # fmt: skip
+    test = data["gate"]["arms"][ARM]["test"]
+    assert test == {"p_loss": 0.125, "p_gain": 1.0, "method": "exact conditional", "strata": 3}
+    assert data["gate"]["arms"][ARM]["words"] == {"floor": "regression", "significance": "warning"}
+
+    sig, data = report(passing, *SIGNIFICANCE)
+    assert sig.ret == 0, sig.stdout.str()
+    sig.stdout.fnmatch_lines(
+        [
+            "gate: pass — 0 regression(s), 1 warning(s) not significant, * "
+            f"(mode significance, {A} = 0.05)",
+            f"  warning: {ARM}: pass -> fail, not significant at {A} = 0.05 (p = 0.125): date *",
+            f"  mode floor ±1 would fail: {ARM} (-3 case(s), p = 0.125)",
+            f"3 flip(s) not significant at {A} = 0.05, so the run exits 0: *",
+        ]
+    )
+    assert row(sig)["p"] == "0.125" and row(sig)["gate"] == "warning"
+    assert data["gate"]["mode"] == "significance" and data["gate"]["alpha"] == 0.05
+    assert data["gate"]["other_mode"] == {"mode": "floor", "decision": "fail"}
+    # The unstable cases are listed with both sides.
+    sig.stdout.fnmatch_lines(
+        [
+            "unstable cases (samples disagreed, now or in the baseline):",
+            f"  {ARM}: date (now 1/2, baseline 2/2), time (now 1/2, baseline 2/2), "
+            "toggle (now 1/2, baseline 2/2)",
+        ]
+    )
+
+
+def test_a_six_case_coin_flip_fails_both_modes(passing: pytest.Pytester) -> None:
+    unsettle(passing, list(CARDS))
+    for mode in ((), SIGNIFICANCE):
+        result, data = report(passing, *mode)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, mode
+        assert data["gate"]["decision"] == "fail"
+        assert row(result)["p"] == "0.0156"  # (1/2)^6 = 0.015625
+    result.stdout.fnmatch_lines(
+        [
+            f"  REGRESSION: {ARM}: passed 7 -> 1 of 25, significant at {A} = 0.05 "
+            "(p = 0.0156, exact conditional); pass -> fail: *",
+            "  mode floor ±1 would fail: *",
+        ]
+    )
+
+
+def test_three_cases_that_broke_on_every_sample_are_significant(passing: pytest.Pytester) -> None:
+    # Not noise: each case failed twice where it passed twice, p = (1/6)^3 = 1/216.
+    for case in ("date", "time", "toggle"):
+        set_replies(cassette(passing, case, "prose", "cold"), content=PROSE)
+    result, data = report(passing, *SIGNIFICANCE)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert data["gate"]["arms"][ARM]["test"]["p_loss"] == pytest.approx(1 / 216)
+    assert row(result)["p"] == "0.0046" and row(result)["unstable"] == "0"
+
+
+def test_one_sample_per_case_is_mcnemars_exact_test(passing: pytest.Pytester) -> None:
+    # Record the baseline with one sample per test, then lose 3, then 5 cases.
+    assert report(passing, "--update-baseline", "--samples", "1")[0].ret == 0
+    for lost, p, code in ((3, "0.125", 0), (5, "0.0312", 1)):
+        for case in list(CARDS)[:lost]:
+            set_reply(cassette(passing, case, "prose", "cold"), 0, PROSE)
+        result, data = report(passing, "--samples", "1", *SIGNIFICANCE)
+        assert result.ret == code, result.stdout.str()
+        assert row(result)["p"] == p and "samples" not in row(result)
+        assert data["gate"]["arms"][ARM]["test"]["method"] == "exact McNemar"
+
+
+def test_alpha_and_mode_come_from_ini_keys_and_are_checked(passing: pytest.Pytester) -> None:
+    unsettle(passing, ["date", "time", "toggle"])
+    passing.makeini(
+        "[pytest]\ncardprobe_models = smollm2:135m\ncardprobe_gate = significance\n"
+        "cardprobe_alpha = 0.2\n"
+    )
+    result, _ = report(passing)  # p = 0.125 < 0.2
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"gate: fail*(mode significance, {A} = 0.2)"])
+    result, _ = report(passing, "--cardprobe-gate", "floor", "--noise-floor", "3")
+    assert result.ret == 0, result.stdout.str()
+    for args, said in (
+        (["--cardprobe-alpha", "1.5"], "--cardprobe-alpha wants a number between 0 and 1, got 1.5"),
+        (["--cardprobe-alpha", "nan"], "--cardprobe-alpha wants a number between 0 and 1"),
+        (["--cardprobe-gate", "vibes"], "argument --cardprobe-gate: invalid choice: 'vibes'"),
+    ):
+        bad, _ = report(passing, *args)
+        assert bad.ret == pytest.ExitCode.USAGE_ERROR, args
+        assert said in bad.stderr.str(), bad.stderr.str()
+    for key, value, said in (
+        ("cardprobe_alpha", "0", "ini key cardprobe_alpha wants a number between 0 and 1, got 0"),
+        ("cardprobe_gate", "strict", "ini key cardprobe_gate must be one of floor, significance"),
+    ):
+        passing.makeini(f"[pytest]\ncardprobe_models = smollm2:135m\n{key} = {value}\n")
+        bad, _ = report(passing)
+        assert bad.ret == pytest.ExitCode.USAGE_ERROR
+        assert said in bad.stderr.str(), bad.stderr.str()
+        assert "Traceback" not in bad.stderr.str()
+
+
+def test_diff_between_two_runs_speaks_both_modes(passing: pytest.Pytester) -> None:
+    _, _ = report(passing)
+    (passing.path / "report.json").rename(passing.path / "old.json")
+    unsettle(passing, ["date", "time", "toggle"])
+    _, _ = report(passing)
+    args = ["-m", "pytest_cardprobe", "diff", "old.json", "report.json"]
+    floor = passing.run(sys.executable, *args)
+    assert floor.ret == 1
+    floor.stdout.fnmatch_lines([f"  REGRESSION: {ARM}: passed 7 -> 4 of 25 (floor ±1)*"])
+    sig = passing.run(sys.executable, *args, "--gate", "significance")
+    assert sig.ret == 0, sig.stdout.str()
+    sig.stdout.fnmatch_lines(
+        [f"  warning: {ARM}: pass -> fail, not significant at {A} = 0.05 (p = 0.125)*"]
+    )
+    bad = passing.run(sys.executable, *args, "--alpha", "2")
+    assert bad.ret == 2 and "--alpha wants a number between 0 and 1" in bad.stderr.str()
