@@ -82,7 +82,7 @@ def test_a_changed_model_is_named_in_the_scoreboard_and_markdown() -> None:
     assert f"model changed: {'a' * 64} → {'b' * 64}" in board
     assert "b" * 19 in board  # the digest column of the timing table
     text = markdown([arm], None)
-    assert "### Model changed since the recording" in text
+    assert "### Model or server changed since the recording" in text
     assert f"model changed: {'a' * 64} → {'b' * 64}" in text
     assert arm.to_dict()["model_digest"] == ["b" * 64]
 

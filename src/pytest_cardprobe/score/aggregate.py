@@ -86,6 +86,13 @@ class ArmScore:
     # Model identity seen in this arm's cassettes, and "old → new" when a live run saw it change.
     digests: list[str] = field(default_factory=list)
     model_changed: list[str] = field(default_factory=list)
+    # "ollama 0.11.4 → ollama 0.33.0" when a live run found another server than the recording's.
+    server_changed: list[str] = field(default_factory=list)
+    # Streamed samples: how many there were, and in how many a call written as text reached a
+    # naive streaming client (every token shown) or a careful one (judge/withhold.exposure).
+    streamed: int = 0
+    leaked: int = 0
+    careful_leaked: int = 0
     # Per-sample server figures: latency (server total, else wall clock), tokens, generation time.
     latencies: list[float] = field(default_factory=list)
     prompt_tokens: float = 0
@@ -157,6 +164,8 @@ class ArmScore:
             self.digests.append(result.model_digest)
         if result.model_changed and result.model_changed not in self.model_changed:
             self.model_changed.append(result.model_changed)
+        if result.server_changed and result.server_changed not in self.server_changed:
+            self.server_changed.append(result.server_changed)
         for sample in result.samples:
             figures = sample.figures
             latency = figures.get("total_s", figures.get("wall_s"))
@@ -172,6 +181,10 @@ class ArmScore:
                 self.routes[sample.route] = self.routes.get(sample.route, 0) + 1
                 if sample.passed:
                     self.route_passed[sample.route] = self.route_passed.get(sample.route, 0) + 1
+            if sample.stream is not None:
+                self.streamed += 1
+                self.leaked += sample.stream.get("naive_leak", 0) > 0
+                self.careful_leaked += sample.stream.get("careful_leak", 0) > 0
             if sample.retry_of is not None:
                 self.retry.add(sample.passed, sample.route)
             self.args_as_string += sample.args_as_string or 0
@@ -224,6 +237,12 @@ class ArmScore:
             "cases": {k: self.cases[k] for k in sorted(self.cases)},
             "model_digest": sorted(self.digests),
             "model_changed": sorted(self.model_changed),
+            "server_changed": sorted(self.server_changed),
+            "stream": {
+                "samples": self.streamed,
+                "leaked": self.leaked,
+                "careful_leaked": self.careful_leaked,
+            },
             "timing": self.timing(),
         }
         if self.is_call_arm:

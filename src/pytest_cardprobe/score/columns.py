@@ -170,6 +170,9 @@ def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
     cols += [Column(n, _count("failures", n)) for n in failure_classes(arms)]
     if any(a.split for a in arms) or any(c.unstable for c in found):
         cols.append(Column("unstable", _unstable))
+    if any(a.leaked for a in arms):
+        # Streamed samples whose call, written as text, a naive chat client showed the user.
+        cols.append(Column("leaked", lambda a, c: f"{a.leaked}/{a.streamed}"))
     if any(a.unscored or a.unsupported for a in arms):
         cols.append(Column("unscored", lambda a, c: str(a.unscored + a.unsupported)))
     if compared:

@@ -83,7 +83,7 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
         out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in timing)
     changes = model_changes(arms)
     if changes:
-        out += ["", "### Model changed since the recording", ""]
+        out += ["", "### Model or server changed since the recording", ""]
         out.extend(f"- {_md_cell(line)}" for line in changes)
     unstable = unstable_lines(arms, gate)
     if unstable:

@@ -193,7 +193,9 @@ def timing_table(arms: Sequence[ArmScore]) -> tuple[list[str], list[list[str]]]:
 
 def model_changes(arms: Sequence[ArmScore]) -> list[str]:
     """One line per arm whose model differs from the one its old recording was made with."""
-    return [f"{a.id}: model changed: {c}" for a in arms for c in a.model_changed]
+    return [f"{a.id}: model changed: {c}" for a in arms for c in a.model_changed] + [
+        f"{a.id}: server changed: {c}" for a in arms for c in a.server_changed
+    ]
 
 
 def canary_lines(gate: Gate | None) -> list[str]:
@@ -238,7 +240,7 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
         lines += ["", f"{TIMING_TITLE}:", *table(headers, timing)]
     changes = model_changes(arms)
     if changes:
-        lines += ["", "model changed since the recording:", *(f"  {c}" for c in changes)]
+        lines += ["", "model or server changed since the recording:", *(f"  {c}" for c in changes)]
     for section in sections(arms):
         lines += ["", section.caption, *table(section.headers, section.body)]
     unstable = unstable_lines(arms, gate)

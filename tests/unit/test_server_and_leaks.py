@@ -1,0 +1,39 @@
+"""Reports say when the server changed under a recording and count calls a streaming client
+would have shown as raw text (the recorded replies that feed these are in the live tests)."""
+
+from __future__ import annotations
+
+from pytest_cardprobe.score.aggregate import aggregate
+from pytest_cardprobe.score.markdown import markdown
+from pytest_cardprobe.score.report import scoreboard_lines
+from pytest_cardprobe.types import ProbeResult, SampleRecord
+
+
+def result(
+    case: str, *, stream: dict[str, int] | None = None, server: str | None = None
+) -> ProbeResult:
+    sample = SampleRecord(0, "content", False, "prose", "declined", stream=stream)
+    return ProbeResult(
+        f"s.yaml::{case}[m-tool-cold]", "s", "m", "tool", "cold", case, "failed", [sample],
+        server_changed=server,
+    )  # fmt: skip
+
+
+def test_a_changed_server_is_said_beside_a_changed_model() -> None:
+    arms = aggregate([result("a", server="ollama 0.11.4 → ollama 0.33.0")])
+    lines = scoreboard_lines(arms, None)
+    assert "model or server changed since the recording:" in lines
+    assert "  s/m/tool/cold: server changed: ollama 0.11.4 → ollama 0.33.0" in lines
+    assert "s/m/tool/cold: server changed: ollama 0.11.4 → ollama 0.33.0" in markdown(arms, None)
+    assert arms[0].to_dict()["server_changed"] == ["ollama 0.11.4 → ollama 0.33.0"]
+
+
+def test_leaked_calls_get_a_column_only_when_some_sample_leaked() -> None:
+    quiet = {"pieces": 3, "shown_early": 40, "naive_leak": 0, "careful_leak": 0}
+    leak = {"pieces": 9, "shown_early": 0, "naive_leak": 61, "careful_leak": 0}
+    arms = aggregate([result("a", stream=quiet), result("b")])
+    assert "leaked" not in scoreboard_lines(arms, None)[0]
+    arms = aggregate([result("a", stream=quiet), result("b", stream=leak)])
+    header, row = scoreboard_lines(arms, None)[:2]
+    assert header.split()[-1] == "leaked" and row.split()[-1] == "1/2"
+    assert arms[0].to_dict()["stream"] == {"samples": 2, "leaked": 1, "careful_leaked": 0}
