@@ -263,7 +263,6 @@ def probes_and_runtime(
 
     suites = [load_suite(p) for p in sorted((project / "cases").glob("*.yaml"))]
     probes = [p for suite in suites for p in expand(suite, models)]
-    probes = [p for p in probes if not getattr(p, "skip_reason", None)]  # deselected, not run
     settings = Settings(models=models, servers=[SERVER], cassette_dir=project / "cassettes")
     return probes, Runtime(settings, backend or Replay())
 

@@ -14,13 +14,7 @@ import pytest
 from pytest_cardprobe.files import MB
 from pytest_cardprobe.glue import options
 from pytest_cardprobe.glue.fixture import Cardprobe
-from pytest_cardprobe.glue.items import (
-    ProbeItem,
-    SuiteFile,
-    builtin_suite_files,
-    marker_samples,
-    not_asked,
-)
+from pytest_cardprobe.glue.items import ProbeItem, SuiteFile, builtin_suite_files, marker_samples
 from pytest_cardprobe.glue.state import STATE_KEY, CardprobeState, get_state
 from pytest_cardprobe.glue.transport import (
     REPORT_ATTR,
@@ -182,12 +176,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("\n".join(state.collect_errors))
     for item in items:
         marker_samples(item)
-    # Nothing to ask, so not a test: deselected rather than skipped, so a run of the shipped
-    # suite shows only real outcomes, and the header still counts what was left out.
-    if dropped := not_asked(items):
-        config.hook.pytest_deselected(items=dropped)
-        gone = set(map(id, dropped))
-        items[:] = [i for i in items if id(i) not in gone]
     from pytest_cardprobe.glue.schedule import order_probes
 
     order_probes(state, items)

@@ -25,11 +25,6 @@ if TYPE_CHECKING:
 SAMPLES_HELP = "samples(n) takes one integer n >= 1, e.g. @pytest.mark.samples(3)"
 
 
-def not_asked(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Probe items whose channel cannot carry their condition (e.g. tool + seeded)."""
-    return [i for i in items if isinstance(i, ProbeItem) and i.probe.skip_reason]
-
-
 def marker_samples(item: pytest.Item) -> int | None:
     """The validated ``samples(n)`` of ``item``, or None; bad arguments are a usage error."""
     mark = item.get_closest_marker("samples")
