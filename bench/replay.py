@@ -10,7 +10,8 @@ requests and replies with the package's own cassette code. Then times replay wit
 bare (as many trivial tests) and bare with replay's outcomes (``bare-xfail``, ``bare-fail``),
 interleaved, ``--repeat`` rounds after an untimed warm-up that fills a bytecode cache, and
 prints Markdown: machine, runs (wall, CPU, peak RSS, load), ratios round by round, and the
-plugin's per-test cost by stage, in-process.
+plugin's per-test cost by stage, in-process. ``--against SRC`` adds both replays run with the
+package in SRC (the code before a change) to every round, so a change is timed interleaved.
 """
 
 # Markdown tables use the multiplication sign and the en dash.
@@ -52,6 +53,9 @@ TARGETS = {
     "bare-xfail": ("bare", ("test_bare_xfail.py",), "trivial tests with replay's outcomes"),
     "bare-fail": ("bare", ("test_bare_fail.py",), "trivial tests with first's outcomes"),
     "collect": ("replay", ("cases", "--collect-only"), "collection of the replay run only"),
+    # With --against SRC: the same replays with the package from SRC (the code before a change).
+    "replay-against": ("replay", ("cases",), "`replay` with the package from --against"),
+    "first-against": ("first", ("cases",), "`first` with the package from --against"),
 }
 RATIOS = (
     ("replay", "bare"),
@@ -61,6 +65,10 @@ RATIOS = (
     ("bare-xfail", "bare"),
     ("bare-fail", "bare"),
     ("collect", "bare"),
+    ("replay", "replay-against"),
+    ("first", "first-against"),
+    ("replay-against", "bare"),
+    ("first-against", "bare"),
 )
 PROSE = (
     "I'm sorry for any confusion, but as an AI designed to assist with creative ideas and "
@@ -521,6 +529,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="time replay only with a baseline (`replay`) or only without one (`first`)",
     )
     add("--collect", action="store_true", help="also time `pytest cases --collect-only`")
+    add(
+        "--against",
+        type=Path,
+        metavar="SRC",
+        help="also time the replays with the package in SRC (another checkout's src/, e.g. "
+        "the code before a change), interleaved with the rest in every round",
+    )
     add("--keep", type=Path, metavar="DIR", help="build in DIR and keep it")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))  # a clean checkout runs without installing
@@ -531,6 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k not in skip}
     env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    envs = {}
+    if args.against:
+        other = {**env, "PYTHONPATH": str(args.against.resolve())}
+        envs = {"replay-against": other, "first-against": other}
     info: dict[str, Any] = {"argv": sys.argv[1:] if argv is None else list(argv), "outcome": {}}
     info["uptime"] = uptime()
     replays = {"baseline": ["replay"], "first": ["first"], None: ["replay", "first"]}[args.only]
@@ -557,17 +576,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             warm = timed(which, root, env, tests)
             got = sorted(warm["counts"].items())
             info["outcome"][which] = ", ".join(f"{n} {k}" for k, n in got)
+            info["counts"] = {**info.get("counts", {}), which: warm["counts"]}
             write_bare(root / "bare" / TARGETS[bare[which]][1][0], tests, warm["counts"])
             names += [which, bare[which]]
+        names += [f"{w}-against" for w in replays if args.against]
         names = [n for n in TARGETS if n in names] + (["collect"] if args.collect else [])
         write_bare(root / "bare" / "test_bare.py", tests, {})
         for which in names:  # warm-ups: the bytecode cache of their modules
             if which not in replays:
-                timed(which, root, env, tests)
+                warm = timed(which, root, envs.get(which, env), tests)
+                mine = which.removesuffix("-against")
+                if mine != which and warm["counts"] != info["counts"][mine]:  # same verdicts
+                    raise SystemExit(f"{which}: other outcomes than {mine}: {warm['counts']}")
         runs = []
         for round_ in range(args.repeat):
             for which in names:
-                run = timed(which, root, env, tests)
+                run = timed(which, root, envs.get(which, env), tests)
                 runs.append({**run, "round": round_})
                 shown = f"{run['wall']:.2f}s {run['rss']:.0f} MB, load {run['load'][1]:.2f}"
                 print(f"round {round_ + 1}: {which} {shown}", file=sys.stderr)

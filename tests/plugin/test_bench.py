@@ -64,7 +64,10 @@ def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: P
 
 
 def test_the_replay_bench_keeps_the_four_arm_matrix_of_the_earlier_figures() -> None:
-    out = bench("--matrix", "four", "--only", "baseline", "--repeat", "0", "--per-test", "0")
+    # --against: the replay is also run with another checkout's package (here this one),
+    # which must give the same outcomes; no round is timed.
+    args = ("--matrix", "four", "--only", "baseline", "--repeat", "0", "--per-test", "0")
+    out = bench(*args, "--against", str(ROOT / "src"))
     assert "100 tests (4 arms)," in out
     assert sum(outcome(out, "replay").values()) == 100
     assert "Outcome of `first`" not in out
