@@ -1,11 +1,17 @@
 """Time cassette replay against bare pytest (``python bench/replay.py``; see BENCHMARKS.md).
 
-Builds the shipped suite times ``--models`` synthetic models in a temporary folder, one
-cassette per test made by the package's own code; only the replies (Ollama ``/api/chat``
-bodies of ten kinds) are synthetic. Then times replay, bare (as many trivial tests) and
-bare-fail (the trivial tests with replay's outcomes), interleaved, ``--repeat`` times each
-after an untimed warm-up that fills a bytecode cache, and prints Markdown: machine, runs
-(wall, CPU, peak RSS, load), ratios, and the plugin's per-test cost by stage, in-process.
+Builds the shipped card suite on every arm it ships (``--matrix four``: the original four arms)
+times ``--models`` synthetic models in a temporary folder. Each cassette is what a recording
+of the test would write: ``Runtime.run`` asks every request the test makes (the retry
+channel's tool retry only after a prose reply that does not parse) through a backend that
+answers with a synthetic Ollama ``/api/chat`` body of one of ten kinds and writes the
+requests and replies with the package's own cassette code. Then times replay with a baseline
+(``replay``), replay without one (``first``: a first run, every failure reported in full),
+bare (as many trivial tests) and bare with replay's outcomes (``bare-xfail``, ``bare-fail``),
+interleaved, ``--repeat`` rounds after an untimed warm-up that fills a bytecode cache, and
+prints Markdown: machine, runs (wall, CPU, peak RSS, load), ratios round by round, and the
+plugin's per-test cost by stage, in-process. ``--against SRC`` adds both replays run with the
+package in SRC (the code before a change) to every round, so a change is timed interleaved.
 """
 
 # Markdown tables use the multiplication sign and the en dash.
@@ -14,6 +20,7 @@ after an untimed warm-up that fills a bytecode cache, and prints Markdown: machi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -28,7 +35,7 @@ import tempfile
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +45,31 @@ TOOL = "render_adaptive_card"
 OK = {"code": 200, "message": "OK"}
 BAD_SIGNS = ("not recorded", "stale cassette", "corrupt cassette", "INTERNALERROR")
 PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
-TARGETS = {"replay": "cases", "bare": "test_bare.py", "bare-fail": "test_bare_fail.py"}
+# name: (folder, what pytest is given, what it stands for in the tables)
+TARGETS = {
+    "replay": ("replay", ("cases",), "replay against a baseline"),
+    "first": ("first", ("cases",), "replay without a baseline"),
+    "bare": ("bare", ("test_bare.py",), "trivial tests, all pass"),
+    "bare-xfail": ("bare", ("test_bare_xfail.py",), "trivial tests with replay's outcomes"),
+    "bare-fail": ("bare", ("test_bare_fail.py",), "trivial tests with first's outcomes"),
+    "collect": ("replay", ("cases", "--collect-only"), "collection of the replay run only"),
+    # With --against SRC: the same replays with the package from SRC (the code before a change).
+    "replay-against": ("replay", ("cases",), "`replay` with the package from --against"),
+    "first-against": ("first", ("cases",), "`first` with the package from --against"),
+}
+RATIOS = (
+    ("replay", "bare"),
+    ("replay", "bare-xfail"),
+    ("first", "bare"),
+    ("first", "bare-fail"),
+    ("bare-xfail", "bare"),
+    ("bare-fail", "bare"),
+    ("collect", "bare"),
+    ("replay", "replay-against"),
+    ("first", "first-against"),
+    ("replay-against", "bare"),
+    ("first-against", "bare"),
+)
 PROSE = (
     "I'm sorry for any confusion, but as an AI designed to assist with creative ideas and "
     "suggestions, I can only describe it. If you tell me a little more about what you need, "
@@ -47,6 +78,7 @@ PROSE = (
 )
 PROSE_KINDS = ("card", "adaptive", "fenced", "prose", "prose-with-card", "broken", "wrong")
 TOOL_KINDS = ("tool_calls", "tool_calls", "text-call", "prose", "card-content")
+
 CHART_RANGES = {"Chart.Pie": (5, 40), "Chart.Donut": (5, 40), "Chart.Line": (1, 50)}
 CONTAINERS = {"Table": "rows", "ColumnSet": "columns", "Carousel": "pages"}
 PARTS = {"Table": "TableRow", "ColumnSet": "Column", "Carousel": "CarouselPage"}
@@ -80,18 +112,23 @@ def _card(accept: Sequence[str], rng: random.Random, wrong: bool = False) -> lis
     return body
 
 
-def reply_kind(probe: Any, index: int) -> str:
-    """Deterministic but varied: a hash of the test picks the kind; one test in four splits."""
-    kinds = TOOL_KINDS if probe.channel == "tool" else PROSE_KINDS
-    h = zlib.crc32(probe.name.encode())
+def reply_kind(probe: Any, index: int, tool: bool) -> str:
+    """Deterministic but varied: a hash of the test picks the kind; one test in four splits.
+
+    ``tool`` picks among replies to a request that declares the tool; the retry channel's
+    second request hashes apart from its first, so a retry does not echo the prose kind.
+    """
+    kinds = TOOL_KINDS if tool else PROSE_KINDS
+    retry = tool and probe.channel == "retry"
+    h = zlib.crc32((probe.name + ("#retry" if retry else "")).encode())
     if index and (h >> 8) % 4 == 0:
         h += index
     return kinds[h % len(kinds)]
 
 
-def ollama_reply(probe: Any, index: int, rng: random.Random, when: dt.datetime) -> str:
-    """One ``/api/chat`` (stream:false) reply body for sample ``index``, as JSON text."""
-    kind, accept, dumps = reply_kind(probe, index), probe.case.accept, json.dumps
+def ollama_reply(probe: Any, kind: str, rng: random.Random, when: dt.datetime) -> str:
+    """One ``/api/chat`` (stream:false) reply body of ``kind``, as JSON text."""
+    accept, dumps = probe.case.accept, json.dumps
     message: dict[str, Any] = {"role": "assistant", "content": ""}
     if kind in ("card", "card-content"):
         message["content"] = dumps(_card(accept, rng))
@@ -124,10 +161,87 @@ def ollama_reply(probe: Any, index: int, rng: random.Random, when: dt.datetime) 
     return dumps(reply, ensure_ascii=False, separators=(",", ":"))
 
 
-def same_matrix(cases: Path) -> None:
-    """The matrix every figure in BENCHMARKS.md is measured on: the card suite's original
-    four arms (prose and tool, cold and history), without the later opt-in ones and without
-    the tool-call suite, so 25 cases x 4 arms x ``--models`` models."""
+class Synthetic:
+    """A backend for ``Runtime.run`` that answers each request with a synthetic reply and
+    writes what was asked and answered as the test's cassette, as a recording would.
+
+    The runtime decides what is asked (the retry channel's tool request only after a prose
+    reply its judge calls malformed); only the replies are made up.
+    """
+
+    live = False
+
+    def __init__(self, samples_from: dt.datetime) -> None:
+        import httpx
+
+        self.start = samples_from
+        self.headers = {
+            "content-type": ["application/json"],
+            "user-agent": [f"httpx/{httpx.__version__}"],
+        }
+        self.kinds: Counter[str] = Counter()
+        self.size = 0
+        self.probe: Any = None
+        self.number = self.index = 0
+        self.rng = random.Random()
+        self.requests: list[Any] = []
+        self.responses: list[dict[str, Any]] = []
+
+    def begin(self, probe: Any, number: int) -> None:
+        """The next test to be asked: its replies are seeded by its name."""
+        self.probe, self.number, self.index = probe, number, -1
+        self.rng = random.Random(probe.name)
+
+    def records(self, *args: Any, **kwargs: Any) -> bool:
+        return False
+
+    def player(self) -> Callable[[str, str, str], tuple[int, bytes, Any]]:
+        return self.play
+
+    def play(self, method: str, path: str, content: str) -> tuple[int, bytes, Any]:
+        from vcr.request import Request
+
+        from pytest_cardprobe.wire.shapes import check_reply
+
+        probe = self.probe
+        tool = bool(json.loads(content).get("tools"))
+        if not (tool and probe.channel == "retry"):
+            self.index += 1  # a new sample; the retry's tool request belongs to its prose one
+        kind = reply_kind(probe, self.index, tool)
+        self.kinds[kind] += 1
+        seconds = 40 * self.index + (20 if tool and probe.channel == "retry" else 0)
+        when = self.start + dt.timedelta(minutes=self.number, seconds=seconds)
+        text = ollama_reply(probe, kind, self.rng, when)
+        problem, parsed = check_reply("ollama", False, text)
+        if problem:
+            raise SystemExit(f"{probe.name}: a synthetic {kind} reply is refused: {problem}")
+        self.requests.append(Request(method, SERVER + path, content, dict(self.headers)))
+        date = when.strftime("%a, %d %b %Y %H:%M:%S GMT")
+        sent = {"content-type": ["application/json; charset=utf-8"], "date": [date]}
+        self.responses.append({"status": OK, "headers": sent, "body": {"string": text}})
+        return 200, text.encode("utf-8"), parsed
+
+    @contextlib.contextmanager
+    def open(self, path: Path, *, fingerprint: Any, rerecord_hint: str) -> Iterator[Any]:
+        from pytest_cardprobe.files import write_atomically
+        from pytest_cardprobe.wire.cassettes import format as cassettes
+
+        self.requests, self.responses = [], []
+        yield cassettes.Recording(path=path, live=False)
+        meta = {"format": cassettes.FORMAT, "fingerprint": fingerprint()}
+        recorded = {"requests": self.requests, "responses": self.responses}
+        text = cassettes.serialize_cassette(
+            {**recorded, "metadata": {cassettes.METADATA_KEY: meta}}
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, text)
+        self.size += len(text.encode("utf-8"))
+
+
+def four_arms(cases: Path) -> None:
+    """The matrix of the earlier figures in BENCHMARKS.md (``--matrix four``): the card
+    suite's original four arms (prose and tool, cold and history), without the later opt-in
+    ones and without the tool-call suite, so 25 cases x 4 arms x ``--models`` models."""
     import yaml
 
     (cases / "tools.yaml").unlink(missing_ok=True)
@@ -137,8 +251,18 @@ def same_matrix(cases: Path) -> None:
     (cases / "cards.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
 
 
-def probes_and_runtime(project: Path, models: list[str]) -> tuple[list[Any], Any]:
-    """The matrix as the plugin expands it, and a replay runtime over the project."""
+def card_suite_only(cases: Path) -> None:
+    """The whole matrix (default): every arm the shipped card suite declares, as shipped
+    (prose cold/history/seeded/schema, tool cold/history, retry cold/history), without the
+    tool-call suite."""
+    (cases / "tools.yaml").unlink(missing_ok=True)
+
+
+def probes_and_runtime(
+    project: Path, models: list[str], backend: Any = None
+) -> tuple[list[Any], Any]:
+    """The matrix as the plugin expands it, and a runtime over the project (replay unless
+    ``backend`` is given)."""
     from pytest_cardprobe.run.runtime import Runtime
     from pytest_cardprobe.run.settings import Settings
     from pytest_cardprobe.suite.loader import load_suite
@@ -148,75 +272,64 @@ def probes_and_runtime(project: Path, models: list[str]) -> tuple[list[Any], Any
     suites = [load_suite(p) for p in sorted((project / "cases").glob("*.yaml"))]
     probes = [p for suite in suites for p in expand(suite, models)]
     settings = Settings(models=models, servers=[SERVER], cassette_dir=project / "cassettes")
-    return probes, Runtime(settings, Replay())
+    return probes, Runtime(settings, backend or Replay())
+
+
+def text_judge(probe: Any) -> Callable[[str], Any]:
+    """The card judge bound to one probe, as the plugin hands it to ``Runtime.run``."""
+    from pytest_cardprobe.judge.registry import card_judge
+
+    return lambda text: card_judge(text, probe.case, probe.suite)
 
 
 def write_cassettes(project: Path, models: list[str], samples: int) -> dict[str, Any]:
-    """One cassette per probe, the file a recording of these replies would write."""
-    import httpx
-    from vcr.request import Request
-
-    from pytest_cardprobe.files import write_atomically
-    from pytest_cardprobe.suite.request import build_request
-    from pytest_cardprobe.wire.body import json_body
-    from pytest_cardprobe.wire.cassettes import fingerprint as prints
-    from pytest_cardprobe.wire.cassettes import format as cassettes
-
-    probes, runtime = probes_and_runtime(project, models)
-    headers = {"content-type": ["application/json"], "user-agent": [f"httpx/{httpx.__version__}"]}
-    kinds: Counter[str] = Counter()
-    size = 0
+    """One cassette per test, asked by ``Runtime.run`` through :class:`Synthetic`."""
+    synthetic = Synthetic(dt.datetime(2026, 11, 29, 12))
+    probes, runtime = probes_and_runtime(project, models, synthetic)
     for number, probe in enumerate(probes):
-        request = build_request(probe, runtime.settings.base_options())
-        path, body = runtime.client.payload(request)
-        rng, start = random.Random(probe.name), dt.datetime(2026, 11, 29, 12)
-        requests, responses = [], []
-        for index in range(samples):
-            kinds[reply_kind(probe, index)] += 1
-            when = start + dt.timedelta(minutes=number, seconds=40 * index)
-            requests.append(Request("POST", SERVER + path, json_body(body), dict(headers)))
-            date = when.strftime("%a, %d %b %Y %H:%M:%S GMT")
-            sent = {"content-type": ["application/json; charset=utf-8"], "date": [date]}
-            reply = {"string": ollama_reply(probe, index, rng, when)}
-            responses.append({"status": OK, "headers": sent, "body": reply})
-        meta = {"format": cassettes.FORMAT, "fingerprint": prints.fingerprint(request)}
-        recorded = {"requests": requests, "responses": responses}
-        text = cassettes.serialize_cassette(
-            {**recorded, "metadata": {cassettes.METADATA_KEY: meta}}
-        )
-        target = runtime.cassette_for(probe)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, text)
-        size += len(text.encode("utf-8"))
-    return {"tests": len(probes), "cassette_bytes": size, "kinds": kinds}
+        synthetic.begin(probe, number)
+        result = runtime.run(probe, samples, probe.name, text_judge(probe))
+        if result.status not in ("passed", "failed"):
+            raise SystemExit(f"{probe.name}: asking it gave {result.status}: {result.message}")
+    arms = Counter(f"{p.channel}-{p.condition}" for p in probes)
+    return {
+        "tests": len(probes),
+        "arms": len(arms),
+        "cassette_bytes": synthetic.size,
+        "kinds": synthetic.kinds,
+    }
 
 
-def write_bare(bare: Path, tests: int, outcomes: dict[str, int]) -> None:
-    """``test_bare.py`` (all pass) and ``test_bare_fail.py`` (replay's failures and xfails)."""
+def write_bare(path: Path, tests: int, outcomes: dict[str, int]) -> None:
+    """``range(tests)`` trivial tests with ``outcomes``: as many fail, then xfail, as given."""
     failed, xfailed = outcomes.get("failed", 0), outcomes.get("xfailed", 0)
-    head = f'import pytest\n\n\n@pytest.mark.parametrize("i", range({tests}))\n'
-    (bare / "test_bare.py").write_text(head + "def test_bare(i):\n    assert i >= 0\n")
-    (bare / "test_bare_fail.py").write_text(
-        f"{head}def test_bare_fail(i):\n    if i < {failed}:\n"
+    name = path.stem
+    path.write_text(
+        f'import pytest\n\n\n@pytest.mark.parametrize("i", range({tests}))\n'
+        f"def {name}(i):\n    if i < {failed}:\n"
         '        pytest.fail("sample 1/2 FAIL [content] prose (finish: stop)", pytrace=False)\n'
         f'    if i < {failed + xfailed}:\n        pytest.xfail("known: prose (baseline: prose)")\n'
     )
 
 
 def counts(output: str) -> dict[str, int]:
-    """``{'failed': 712, 'passed': 788}`` from pytest's last summary line."""
+    """``{'failed': 712, 'passed': 788}`` from pytest's last summary line; for
+    ``--collect-only``, ``{'collected': 3000}`` (what is selected)."""
     lines = [ln for ln in output.splitlines() if re.search(r"\d+ (passed|failed|xfailed)", ln)]
+    if not lines:
+        found = re.findall(r"^(\d+)(?:/\d+)? tests? collected", output, re.MULTILINE)
+        return {"collected": int(found[-1])} if found else {}
     found = re.findall(r"(\d+) (passed|failed|error|skipped|xfailed|xpassed)", lines[-1])
     return {what: int(n) for n, what in found}
 
 
 def timed(which: str, root: Path, env: dict[str, str], tests: int) -> dict[str, Any]:
     """One pytest run: wall, CPU (user+sys), peak RSS, load average; stops on a bad run."""
-    folder = root / ("replay" if which == "replay" else "bare")
+    folder, args, _ = TARGETS[which]
     stats = root / "time.txt"
-    cmd = ["/usr/bin/time", "-v", "-o", str(stats), sys.executable, *PYTEST, TARGETS[which]]
+    cmd = ["/usr/bin/time", "-v", "-o", str(stats), sys.executable, *PYTEST, *args]
     load, before, start = os.getloadavg()[0], os.times(), time.perf_counter()
-    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=root / folder, env=env, capture_output=True, text=True)
     wall, after = time.perf_counter() - start, os.times()
     out = proc.stdout + proc.stderr
     got = counts(out)
@@ -231,6 +344,7 @@ def timed(which: str, root: Path, env: dict[str, str], tests: int) -> dict[str, 
         "rss": int(rss.group(1)) / 1024 if rss else 0.0,
         "load": (load, os.getloadavg()[0]),
         "counts": got,
+        "exit": proc.returncode,
     }
 
 
@@ -246,7 +360,8 @@ def cpu_ms(step: Callable[[Any], object], items: list[Any], per_test: int = 1) -
 
 
 def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, float]:
-    """CPU ms per test of ``Runtime.run`` and of its stages, in-process."""
+    """CPU ms per test of ``Runtime.run`` and of its stages, in-process, on ``count`` tests
+    spread evenly over the matrix (every arm, every model)."""
     from pytest_cardprobe.judge.registry import card_judge
     from pytest_cardprobe.judge.routing import answer_of
     from pytest_cardprobe.suite.request import build_request
@@ -255,9 +370,11 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     from pytest_cardprobe.wire.cassettes.reading import read_cassette
 
     probes, runtime = probes_and_runtime(project, models)
-    probes, base = probes[:count], runtime.settings.base_options()
+    step = max(1, len(probes) // count)
+    probes, base = probes[::step][:count], runtime.settings.base_options()
 
     def replay(probe: Any, chats: int = 0) -> list[tuple[Any, Any, Any]]:
+        # The first request of each sample (the retry channel's is the prose one).
         request = build_request(probe, base)
         path = runtime.cassette_for(probe)
         # As Runtime.run does: the fingerprint only if a request matches nothing.
@@ -267,12 +384,13 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
 
     def judge(item: tuple[Any, Any, Any]) -> None:
         probe, request, reply = item
-        answer = answer_of(reply, probe.channel, (request.tool_names or [None])[0])
+        names = request.tool_names
+        answer = answer_of(reply, "tool" if names else "prose", names[0] if names else None)
         if not answer.refused:
             card_judge(answer.text, probe.case, probe.suite)
 
     def run(p: Any) -> object:
-        return runtime.run(p, 2, p.name, lambda text: card_judge(text, p.case, p.suite))
+        return runtime.run(p, 2, p.name, text_judge(p))
 
     def body(p: Any) -> str:
         return json_body(runtime.client.payload(build_request(p, base))[1])
@@ -290,7 +408,7 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
         ("the row above + 2 × `ChatClient.chat` (match, parse)", lambda p: replay(p, 2), probes, 1),
         ("for comparison: the request's fingerprint (not computed on a match)", prints, probes, 1),
         ("2 × (`answer_of` + card judge)", judge, [r for p in probes for r in replay(p, 2)], 2),
-        ("**`Runtime.run` as a whole**", run, probes, 1),
+        ("**`Runtime.run` as a whole** (with the retry channel's second requests)", run, probes, 1),
     ]
     return {label: cpu_ms(step, items, n) for label, step, items, n in stages}
 
@@ -326,42 +444,64 @@ def table(head: str, rows: list[str]) -> list[str]:
     return ["", head, "|---|" + "---:|" * (head.count("|") - 2), *rows]
 
 
+def spread(values: Sequence[float], fmt: str = "{:.2f}") -> str:
+    """``min / median / max`` of ``values``."""
+    ordered = sorted(values)
+    return " / ".join(fmt.format(v) for v in (ordered[0], statistics.median(ordered), ordered[-1]))
+
+
 def report(info: dict[str, Any], runs: list[dict[str, Any]], costs: dict[str, float]) -> str:
-    """Markdown: machine, every run, medians and spread, ratios, per-test costs."""
+    """Markdown: machine, every run, medians and spread, ratios round by round, stage costs."""
     out = [f"Command: `{' '.join(['python bench/replay.py', *info['argv']])}`"]
     out += table("| | |", [f"| {k} | {v} |" for k, v in machine(info["uptime"])])
     kinds = ", ".join(f"{k} {v}" for k, v in info["kinds"].most_common())
     size = info["cassette_bytes"] / 1e6
-    out += ["", f"{info['tests']:,} tests, {size:.1f} MB of cassettes; samples by kind: {kinds}."]
-    out += [f"Replay outcome: {info['outcome']}."]
+    out += [
+        "",
+        f"{info['tests']:,} tests ({info['arms']} arms), {size:.1f} MB of cassettes; "
+        f"replies by kind: {kinds}.",
+    ]
+    for which in ("replay", "first"):
+        if which in info["outcome"]:
+            out.append(f"Outcome of `{which}`: {info['outcome'][which]}.")
+    names = [w for w in TARGETS if any(r["which"] == w for r in runs)]
     med: dict[str, dict[str, float]] = {}
     rows = []
-    for which in TARGETS:
+    for which in names:
         mine = [r for r in runs if r["which"] == which]
         walls, loads = [r["wall"] for r in mine], [x for r in mine for x in r["load"]]
         m = med[which] = {k: statistics.median(r[k] for r in mine) for k in ("wall", "cpu", "rss")}
+        cpus = spread([r["cpu"] for r in mine])
         rows.append(
-            f"| {which} | {m['wall']:.2f} | {min(walls):.2f}–{max(walls):.2f} | {m['cpu']:.2f} "
-            f"| {m['rss']:.0f} | {', '.join(f'{w:.2f}' for w in walls)} "
+            f"| {which} | {TARGETS[which][2]} | {spread(walls)} | {cpus} | {m['rss']:.0f} "
             f"| {min(loads):.1f}–{max(loads):.1f} |"
         )
     out += table(
-        "| run | wall median (s) | min–max | CPU (s) | peak RSS (MB) | walls | load |", rows
+        "| run | what | wall (s) min / median / max | CPU (s) min / median / max "
+        "| peak RSS (MB) | load |",
+        rows,
     )
-    rounds = [{r["which"]: r["wall"] for r in runs[i : i + 3]} for i in range(0, len(runs), 3)]
+    rounds = sorted({r["round"] for r in runs})
+    by_round = [{r["which"]: r for r in runs if r["round"] == n} for n in rounds]
     rows = []
-    for top, base in (("replay", "bare"), ("replay", "bare-fail"), ("bare-fail", "bare")):
-        each = [r[top] / r[base] for r in rounds]
+    for top, base in RATIOS:
+        if top not in med or base not in med:
+            continue
+        walls = [r[top]["wall"] / r[base]["wall"] for r in by_round]
+        cpus = [r[top]["cpu"] / r[base]["cpu"] for r in by_round]
         a, b = med[top], med[base]
         rows.append(
-            f"| {top} / {base} | **{a['wall'] / b['wall']:.2f}×** "
-            f"| {min(each):.2f}–{max(each):.2f} | {a['cpu'] / b['cpu']:.2f}× "
-            f"| {a['rss'] / b['rss']:.2f}× |"
+            f"| {top} / {base} | **{a['wall'] / b['wall']:.2f}×** | {spread(walls)} "
+            f"| **{a['cpu'] / b['cpu']:.2f}×** | {spread(cpus)} | {a['rss'] / b['rss']:.2f}× |"
         )
-    out += table("| ratio of medians | wall | wall, round by round | CPU | peak RSS |", rows)
+    out += table(
+        "| ratio | wall, of medians | wall, round by round min / median / max "
+        "| CPU, of medians | CPU, round by round min / median / max | peak RSS |",
+        rows,
+    )
     if costs:
         rows = [f"| {k} | {v:.2f} |" for k, v in costs.items()]
-        for which in TARGETS:
+        for which in names:
             per_test = 1000 * med[which]["cpu"] / info["tests"]
             rows.append(f"| for scale: a whole `{which}` run, per test | {per_test:.2f} |")
         out += table(f"| stage ({info['per_test']} tests, best of 3) | CPU ms per test |", rows)
@@ -374,9 +514,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     add = parser.add_argument
     add("--models", type=int, default=15, help="synthetic models (default 15)")
     add("--samples", type=int, default=2, help="samples per test (default 2)")
-    add("--repeat", type=int, default=3, help="timed runs of each (default 3)")
+    add("--repeat", type=int, default=3, help="timed rounds (default 3)")
     add("--per-test", type=int, default=300, metavar="N", help="tests timed in-process (0: skip)")
-    add("--baseline", action="store_true", help="record a baseline first; replay against it")
+    add(
+        "--matrix",
+        choices=("all", "four"),
+        default="all",
+        help="all: every arm the card suite ships (default); four: its original four arms, "
+        "the matrix of the earlier figures",
+    )
+    add(
+        "--only",
+        choices=("baseline", "first"),
+        help="time replay only with a baseline (`replay`) or only without one (`first`)",
+    )
+    add("--collect", action="store_true", help="also time `pytest cases --collect-only`")
+    add(
+        "--against",
+        type=Path,
+        metavar="SRC",
+        help="also time the replays with the package in SRC (another checkout's src/, e.g. "
+        "the code before a change), interleaved with the rest in every round",
+    )
     add("--keep", type=Path, metavar="DIR", help="build in DIR and keep it")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))  # a clean checkout runs without installing
@@ -387,30 +546,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k not in skip}
     env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])
-    info: dict[str, Any] = {"argv": sys.argv[1:] if argv is None else list(argv)}
+    envs = {}
+    if args.against:
+        other = {**env, "PYTHONPATH": str(args.against.resolve())}
+        envs = {"replay-against": other, "first-against": other}
+    info: dict[str, Any] = {"argv": sys.argv[1:] if argv is None else list(argv), "outcome": {}}
     info["uptime"] = uptime()
+    replays = {"baseline": ["replay"], "first": ["first"], None: ["replay", "first"]}[args.only]
     try:
-        for folder in ("replay", "bare"):
+        for folder in ("replay", "first", "bare"):
             shutil.rmtree(root / folder, ignore_errors=True)
             (root / folder).mkdir(parents=True)
-        shutil.copytree(REPO / "cases", root / "replay" / "cases")
-        same_matrix(root / "replay" / "cases")
+        cases = root / "replay" / "cases"
+        shutil.copytree(REPO / "cases", cases)
+        (four_arms if args.matrix == "four" else card_suite_only)(cases)
         ini = "[pytest]\ncardprobe_models =" + "".join(f"\n    {m}" for m in models) + "\n"
         (root / "replay" / "pytest.ini").write_text(ini)
         (root / "bare" / "pytest.ini").write_text("[pytest]\n")
         info.update(write_cassettes(root / "replay", models, args.samples), per_test=args.per_test)
-        if args.baseline:
-            cmd = [sys.executable, *PYTEST, "cases", "--cardprobe-update-baseline"]
-            subprocess.run(cmd, cwd=root / "replay", env=env, capture_output=True, check=True)
-        warm = timed("replay", root, env, info["tests"])  # and learn replay's outcomes
-        info["outcome"] = ", ".join(f"{n} {k}" for k, n in sorted(warm["counts"].items()))
-        write_bare(root / "bare", info["tests"], warm["counts"])
-        for which in ("bare", "bare-fail"):  # warm-ups: the bytecode cache of their modules
-            timed(which, root, env, info["tests"])
+        # The same project without its baseline: the cassettes hard-linked, not copied.
+        shutil.rmtree(root / "first")
+        shutil.copytree(root / "replay", root / "first", copy_function=os.link)
+        cmd = [sys.executable, *PYTEST, "cases", "--cardprobe-update-baseline"]
+        subprocess.run(cmd, cwd=root / "replay", env=env, capture_output=True, check=True)
+        tests = info["tests"]
+        bare = {"replay": "bare-xfail", "first": "bare-fail"}
+        names = ["bare"]
+        for which in replays:  # warm-ups, which also learn each replay's outcomes
+            warm = timed(which, root, env, tests)
+            got = sorted(warm["counts"].items())
+            info["outcome"][which] = ", ".join(f"{n} {k}" for k, n in got)
+            info["counts"] = {**info.get("counts", {}), which: warm["counts"]}
+            write_bare(root / "bare" / TARGETS[bare[which]][1][0], tests, warm["counts"])
+            names += [which, bare[which]]
+        names += [f"{w}-against" for w in replays if args.against]
+        names = [n for n in TARGETS if n in names] + (["collect"] if args.collect else [])
+        write_bare(root / "bare" / "test_bare.py", tests, {})
+        for which in names:  # warm-ups: the bytecode cache of their modules
+            if which not in replays:
+                warm = timed(which, root, envs.get(which, env), tests)
+                mine = which.removesuffix("-against")
+                if mine != which and warm["counts"] != info["counts"][mine]:  # same verdicts
+                    raise SystemExit(f"{which}: other outcomes than {mine}: {warm['counts']}")
         runs = []
         for round_ in range(args.repeat):
-            for which in TARGETS:
-                runs.append(run := timed(which, root, env, info["tests"]))
+            for which in names:
+                run = timed(which, root, envs.get(which, env), tests)
+                runs.append({**run, "round": round_})
                 shown = f"{run['wall']:.2f}s {run['rss']:.0f} MB, load {run['load'][1]:.2f}"
                 print(f"round {round_ + 1}: {which} {shown}", file=sys.stderr)
         costs = per_test_costs(root / "replay", models, args.per_test) if args.per_test else {}

@@ -21,7 +21,6 @@ from pytest_cardprobe.glue.items import (
     builtin_suite_files,
     marker_rule,
     marker_samples,
-    not_asked,
 )
 from pytest_cardprobe.glue.state import STATE_KEY, CardprobeState, get_state
 from pytest_cardprobe.glue.transport import (
@@ -184,12 +183,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError("\n".join(state.collect_errors))
     for item in items:
         marker_samples(item)
-    # Nothing to ask, so not a test: deselected rather than skipped, so a run of the shipped
-    # suite shows only real outcomes, and the header still counts what was left out.
-    if dropped := not_asked(items):
-        config.hook.pytest_deselected(items=dropped)
-        gone = set(map(id, dropped))
-        items[:] = [i for i in items if id(i) not in gone]
     if state.settings.live:
         # Only a live run's order matters (one model load each, the prompt-prefix cache);
         # replay keeps the collection order, or whatever order another plugin chose.

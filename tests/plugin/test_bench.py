@@ -2,12 +2,13 @@
 
 BENCHMARKS.md's replay figures come from ``bench/replay.py``, which builds its cassettes with
 the plugin's functions; when those change, the script breaks silently unless something runs
-it. This runs it small (one model: 100 tests) and checks the tables it prints. It times
-nothing: the figures it prints are not asserted.
+it. This runs it small (one model: 200 tests on every arm, 100 on the old four) and checks
+the tables it prints. It times nothing: the figures it prints are not asserted.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -16,26 +17,60 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_replay_bench_runs_its_matrix_and_prints_its_tables(tmp_path: Path) -> None:
-    keep = tmp_path / "bench"
-    args = ["--models", "1", "--repeat", "1", "--per-test", "3", "--baseline", "--keep", str(keep)]
+def bench(*args: str) -> str:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "replay.py"), *args],
+        [sys.executable, str(ROOT / "bench" / "replay.py"), "--models", "1", *args],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    # 25 cases x 2 channels x 2 conditions, one cassette each, every one replayed cleanly
-    # (the script stops on "not recorded", "stale" or "corrupt") against its own baseline.
-    assert "100 tests," in out
-    outcome = re.search(r"Replay outcome: (\d+) passed, (\d+) xfailed\.", out)
-    assert outcome and sum(map(int, outcome.groups())) == 100, out
-    assert len(list((keep / "replay" / "cassettes").rglob("*.yaml"))) == 100
-    for row in ("| replay |", "| bare |", "| bare-fail |", "| replay / bare |"):
+    return proc.stdout
+
+
+def outcome(out: str, which: str) -> dict[str, int]:
+    found = re.search(rf"Outcome of `{which}`: (.*)\.", out)
+    assert found, out
+    return {what: int(n) for n, what in re.findall(r"(\d+) (\w+)", found.group(1))}
+
+
+def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: Path) -> None:
+    keep = tmp_path / "bench"
+    out = bench("--repeat", "1", "--per-test", "3", "--keep", str(keep))
+    # 25 cases x 8 arms (prose cold/history/seeded/schema, tool and retry cold/history), one
+    # cassette each, every one replayed cleanly (the script stops on "not recorded", "stale"
+    # or "corrupt"): against the baseline it recorded, failures are known (xfailed); without
+    # one, the same tests fail.
+    assert "200 tests (8 arms)," in out
+    cassettes = sorted((keep / "replay" / "cassettes").rglob("*.yaml"))
+    arms = {re.sub(r"^.*?-(prose|tool|retry)-", r"\1-", c.stem) for c in cassettes}
+    assert len(cassettes) == 200 and len(arms) == 8, arms
+    with_baseline, first = outcome(out, "replay"), outcome(out, "first")
+    assert set(with_baseline) == {"passed", "xfailed"} and set(first) == {"passed", "failed"}
+    assert with_baseline["passed"] == first["passed"]
+    assert with_baseline["xfailed"] == first["failed"] == 200 - first["passed"]
+    # The retry channel asked through the tool after a prose reply that did not parse.
+    bodies = [
+        [json.loads(i["request"]["body"]) for i in json.loads(c.read_text())["interactions"]]
+        for c in cassettes
+        if "-retry-" in c.name
+    ]
+    assert any(len(b) > 2 and b[1].get("tools") for b in bodies)
+    for row in ("| replay |", "| first |", "| bare |", "| bare-xfail |", "| bare-fail |"):
         assert row in out
-    assert re.search(r"\| \*\*`Runtime.run` as a whole\*\* \| \d+\.\d\d \|", out)
+    for ratio in ("replay / bare", "replay / bare-xfail", "first / bare", "first / bare-fail"):
+        assert re.search(rf"\| {ratio} \| \*\*\d+\.\d\d\u00d7\*\* \|", out), ratio
+    assert re.search(r"\| \*\*`Runtime.run` as a whole\*\*.* \| \d+\.\d\d \|", out)
+
+
+def test_the_replay_bench_keeps_the_four_arm_matrix_of_the_earlier_figures() -> None:
+    # --against: the replay is also run with another checkout's package (here this one),
+    # which must give the same outcomes; no round is timed.
+    args = ("--matrix", "four", "--only", "baseline", "--repeat", "0", "--per-test", "0")
+    out = bench(*args, "--against", str(ROOT / "src"))
+    assert "100 tests (4 arms)," in out
+    assert sum(outcome(out, "replay").values()) == 100
+    assert "Outcome of `first`" not in out
 
 
 def test_the_call_matching_bench_judges_every_size() -> None:

@@ -27,17 +27,35 @@ def test_seeded_and_schema_replay_on_prose_and_are_left_out_elsewhere(
     assert set(ran) == {("prose", "seeded"), ("prose", "schema")}
     for test in ran.values():
         assert test["status"] in ("passed", "failed") and len(test["samples"]) == 2
-    # The tool and retry channels cannot carry either condition: not tests, not skips.
-    # (Failing cases are known failures of the shipped baseline, hence xfailed.)
+    # The tool and retry channels cannot carry either condition: not tests at all, so neither
+    # skipped nor deselected. (Failing cases are known failures of the shipped baseline,
+    # hence xfailed.)
     result.assert_outcomes(
         passed=sum(t["status"] == "passed" for t in ran.values()),
         xfailed=sum(t["status"] == "failed" for t in ran.values()),
     )
     assert "skipped" not in result.stdout.str()
+    # 25 cases x 8 arms (prose x 4 conditions, tool and retry x cold and history); -k keeps 2.
     collected = project_header(result)
-    assert "300 items" in collected and "2 selected" in collected, collected
+    assert "200 items / 198 deselected / 2 selected" in collected, collected
     arms = {(a["channel"], a["condition"]) for a in data["arms"]}
     assert arms == {("prose", "seeded"), ("prose", "schema")}
+
+
+def test_combinations_never_asked_are_not_collected_at_all(recorded: pytest.Pytester) -> None:
+    # Nothing would be asked, so there is no item to deselect: the header counts only tests.
+    result = recorded.runpytest("--collect-only", "-q", "cases/cards.yaml")
+    ids = [line for line in result.outlines if "::" in line]
+    assert len(ids) == 200 and "deselected" not in result.stdout.str(), result.stdout.str()
+    arms = {line.rsplit("-", 2)[1] + "-" + line.rsplit("-", 1)[1].rstrip("]") for line in ids}
+    assert {a for a in arms if a.endswith(("seeded", "schema"))} == {
+        "prose-seeded",
+        "prose-schema",
+    }
+    # Asking for only such a combination collects nothing, rather than deselecting it.
+    only = recorded.runpytest("cases/cards.yaml", "--channel", "tool", "--condition", "seeded")
+    assert only.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "deselected" not in only.stdout.str()
 
 
 def test_recorded_requests_carry_the_seed_turn_and_the_schema(recorded: pytest.Pytester) -> None:

@@ -18,6 +18,19 @@ CARDS = {
     "toggle": [{"type": "Input.Toggle", "id": "on", "title": "Remind me"}],
 }
 PROSE = "Sure! Any weekday morning works well for most people."
+ARMS = [
+    f"{channel}/{condition}"
+    for channel, condition in [
+        ("prose", "cold"),
+        ("prose", "history"),
+        ("prose", "schema"),
+        ("prose", "seeded"),
+        ("retry", "cold"),
+        ("retry", "history"),
+        ("tool", "cold"),
+        ("tool", "history"),
+    ]
+]
 
 
 def baseline_with_passing(project: pytest.Pytester, channel: str = "prose") -> None:
@@ -177,6 +190,20 @@ def test_update_baseline_is_stable_and_atomic(recorded: pytest.Pytester) -> None
     assert list(json.loads(first)["arms"]) == sorted(json.loads(first)["arms"])
 
 
+def timing_rows(lines: list[str], first: str) -> list[str]:
+    """The arm column of the timing table under the line ``first`` (up to a blank line)."""
+    rows = lines[lines.index(first) + 1 :]
+    while rows and not rows[0].strip():
+        rows = rows[1:]
+    arms = [row.strip("| ").split()[0] for row in rows[: rows.index("")] if row.strip()]
+    return [arm for arm in arms if arm.startswith("cards/")]
+
+
+# Server figures (durations, token counts) and raw model text change with every
+# re-recording: the snapshots hold verdicts and the reports' structure, not those.
+SAMPLE_RAW = ("reply", "thinking", "figures")
+
+
 def test_shipped_reports_match_their_snapshots(recorded: pytest.Pytester, snapshot) -> None:  # type: ignore[no-untyped-def]
     result = recorded.runpytest(
         "-p", "no:cacheprovider", "cases", "--cardprobe-json=r.json", "--cardprobe-md=r.md"
@@ -184,11 +211,30 @@ def test_shipped_reports_match_their_snapshots(recorded: pytest.Pytester, snapsh
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "cardprobe scoreboard" in line)
     end = next(i for i, line in enumerate(lines) if line.startswith("gate:"))
-    assert "\n".join(lines[start + 1 : end + 1]) == snapshot(name="scoreboard")
-    assert (recorded.path / "r.md").read_text() == snapshot(name="markdown")
-    # Raw replies change with every re-recording and would hide real changes: left out.
+    board = lines[start + 1 : end + 1]
+    arms = [f"cards/smollm2:135m/{c}" for c in ARMS]
+    # The timing table is there, one row per arm; its figures are left out of the snapshot.
+    head = "timing and tokens (server figures; not gated):"
+    assert timing_rows(board, head) == arms
+    first = board.index(head)
+    board = board[:first] + board[board.index("", first) + 1 :]  # the table and its blank line
+    assert "\n".join(board) == snapshot(name="scoreboard")
+    md = (recorded.path / "r.md").read_text().splitlines()
+    head = "### Timing and tokens (server figures; not gated)"
+    assert timing_rows(md, head) == arms
+    first = md.index(head)
+    after = next(i for i in range(first + 1, len(md)) if md[i].startswith("### "))
+    md = md[:first] + md[after:]  # the section, up to the next one
+    assert "\n".join(md) + "\n" == snapshot(name="markdown")
     data = json.loads((recorded.path / "r.json").read_text())
+    for arm in data["arms"]:
+        assert arm.pop("timing")["samples"] == 50  # every sample of the arm has figures
     for test in data["tests"]:
+        assert test.pop("warmup") is None  # replay warms nothing up
         for sample in test["samples"]:
-            assert sample.pop("reply") is not None
+            for key in SAMPLE_RAW:
+                assert key in sample
+                sample.pop(key)
+            if sample["retry_of"]:
+                assert sample["retry_of"].pop("reply") is not None
     assert json.dumps(data, indent=2, sort_keys=True) == snapshot(name="json")

@@ -8,6 +8,7 @@ are the real ones.
 from __future__ import annotations
 
 import json
+from xml.etree import ElementTree
 
 import pytest
 from cardprobe_testing import cassette, report, set_replies
@@ -42,7 +43,8 @@ def outcomes(data: dict[str, object]) -> dict[str, str]:
 def test_known_failures_are_xfailed_with_both_labels(
     recorded: pytest.Pytester, workers: list[str]
 ) -> None:
-    result, data = report(recorded, "-rxX", *workers)
+    # -x: a known failure is not a failure, so nothing stops the run.
+    result, data = report(recorded, "-rxX", "-x", "--junitxml=junit.xml", *workers)
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=9, xfailed=191)
     result.stdout.fnmatch_lines(
@@ -53,6 +55,15 @@ def test_known_failures_are_xfailed_with_both_labels(
     )
     assert "FAILED" not in result.stdout.str()
     assert outcomes(data)["date"] == "xfailed" and outcomes(data)["control"] == "passed"
+    # What pytest's own xfail gives a JUnit reader: skipped, with the reason.
+    junit = ElementTree.parse(recorded.path / "junit.xml").getroot()
+    case = next(
+        c for c in junit.iter("testcase") if c.get("name") == "date[smollm2:135m-prose-cold]"
+    )
+    (skipped,) = case.findall("skipped")
+    assert skipped.get("type") == "pytest.xfail"
+    assert skipped.get("message") == "known: prose (baseline: prose)"
+    assert not case.findall("failure") and not case.findall("error")
 
 
 def test_a_case_that_now_passes_is_xpass_and_a_gain(

@@ -223,7 +223,7 @@ class _ScriptedClient:
         self.replies = list(replies)
         self.asked: list[list[dict[str, object]]] = []
 
-    def chat(self, request: object) -> ChatReply:
+    def chat(self, request: object, wire: str | None = None) -> ChatReply:
         self.asked.append([dict(m) for m in request.messages])  # type: ignore[attr-defined]
         return self.replies.pop(0)
 
@@ -310,7 +310,7 @@ class TestLoop:
         from pytest_cardprobe.wire.errors import InfraError
 
         class Failing(_ScriptedClient):
-            def chat(self, request: object) -> ChatReply:
+            def chat(self, request: object, wire: str | None = None) -> ChatReply:
                 if self.asked:
                     raise InfraError("HTTP 503 from server: queue full")
                 return super().chat(request)
@@ -345,7 +345,7 @@ class TestLoop:
         from pytest_cardprobe.suite.request import build_request
 
         class Seeing(_ScriptedClient):
-            def chat(self, request: object) -> ChatReply:
+            def chat(self, request: object, wire: str | None = None) -> ChatReply:
                 self.think.append(request.think)  # type: ignore[attr-defined]
                 return super().chat(request)
 

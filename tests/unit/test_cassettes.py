@@ -211,6 +211,25 @@ def test_replay_writes_each_request_object_it_is_handed(tmp_path: Path) -> None:
     assert got == ["1", "2", "1", "2"]
 
 
+def test_requests_out_of_the_recorded_order_each_get_their_own_reply(tmp_path: Path) -> None:
+    """The first unplayed interaction that matches answers, whatever the order asked; one
+    more than was recorded is refused as a sample too many."""
+    first, second = chat_request("one"), chat_request("two")
+    data = cassette_dict(recorded_body(first), ollama_reply("1"))
+    other = cassette_dict(recorded_body(second), ollama_reply("2"))
+    for key in ("requests", "responses"):
+        data[key] = [data[key][0], other[key][0], data[key][0], other[key][0]]
+    path = tmp_path / "c.yaml"
+    save(path, data)
+    backend = Replay()
+    client = ChatClient(ClientSettings(base_url=SERVER), player=backend.player())
+    with backend.open(path, fingerprint=None, rerecord_hint="pytest --live"):
+        got = [client.chat(r).content for r in (second, first, first, second)]
+        assert got == ["2", "1", "1", "2"]
+        with pytest.raises(StaleCassette, match=r"holds 4 recorded call.*asked for more"):
+            client.chat(first)
+
+
 def open_with(path: Path, prints: dict[str, str], asked: list[int]) -> Any:
     """Replay ``path`` with a fingerprint that notes each time it is computed."""
 

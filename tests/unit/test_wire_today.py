@@ -232,7 +232,10 @@ def test_a_shown_reply_names_the_servers_call_ids() -> None:
     from pytest_cardprobe.wire.cassettes.modes import backend_for
 
     class Scripted:
-        def chat(self, request: ChatRequest) -> ChatReply:
+        def played_text(self, request: ChatRequest) -> None:
+            return None  # no player: as a live client
+
+        def chat(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
             calls = (ToolCall("render", {"body": []}, id="call_77"),)
             return ChatReply("", tool_calls=calls, finish_reason="stop")
 

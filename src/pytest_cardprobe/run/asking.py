@@ -40,9 +40,15 @@ class Exchange(Protocol):
     settings: Settings
 
     def send(
-        self, request: ChatRequest, server: str, live: bool | None
+        self, request: ChatRequest, server: str, live: bool | None, wire: str | None = None
     ) -> tuple[ChatReply, float | None]:
-        """One request to ``server``; the reply and its wall time when it went out."""
+        """One request to ``server``; the reply and its wall time when it went out.
+
+        ``wire`` is :meth:`wire_text` of ``request``, when the caller wrote it already."""
+        ...
+
+    def wire_text(self, request: ChatRequest, server: str) -> str | None:
+        """``request``'s body as replay matches it (None when ``server`` is asked live)."""
         ...
 
     def adjust(self, request: ChatRequest, probe: Probe | None) -> None:
@@ -113,11 +119,16 @@ class OneTurn:
         self.judge = judge
         self.server = server
         self.live = live
+        self._wire: list[str | None] = []
 
     def sample(self, index: int) -> tuple[SampleRecord, ChatReply | None]:
         """Ask once; route and judge the reply."""
+        if not self._wire:
+            # The request went through the adjust hook before this way of asking was made,
+            # and nothing edits it between samples: its body is written once for all of them.
+            self._wire.append(self.exchange.wire_text(self.request, self.server))
         try:
-            reply, wall = self.exchange.send(self.request, self.server, self.live)
+            reply, wall = self.exchange.send(self.request, self.server, self.live, self._wire[0])
         except InfraError as exc:
             return infra_record(index, exc), None
         names = self.request.tool_names

@@ -148,15 +148,25 @@ class Runtime:
         """Let the adjust hook edit ``request`` (part of the Exchange the ways of asking use)."""
         self._adjust(request, probe)
 
+    def wire_text(self, request: ChatRequest, server: str) -> str | None:
+        """``request``'s body as the replay player of ``server``'s client is handed it (None
+        when that client sends live): a way of asking writes it once for all its samples."""
+        return self.client_for(server).played_text(request)
+
     def send(
-        self, request: ChatRequest, server: str, live: bool | None = None
+        self,
+        request: ChatRequest,
+        server: str,
+        live: bool | None = None,
+        wire: str | None = None,
     ) -> tuple[ChatReply, float | None]:
         """One request to ``server`` and its wall time when it went to the server.
 
         Live (default: the backend's), it first waits for one of the server's slots, so time
         spent queued does not count against the request timeout. Infra failures count
         toward the server's breaker (live runs only) and are raised; once the breaker is
-        open nothing more is sent to that server.
+        open nothing more is sent to that server. ``wire`` is :meth:`wire_text` of
+        ``request`` when the caller has it.
         """
         live = self.backend.live if live is None else live
         broken = self.broken_servers.get(server)
@@ -166,10 +176,10 @@ class Runtime:
             if live:
                 with server_slot(server, self.settings.parallel):
                     started = time.perf_counter()
-                    reply = self.client_for(server).chat(request)
+                    reply = self.client_for(server).chat(request, wire)
                     wall: float | None = time.perf_counter() - started
             else:
-                reply, wall = self.client_for(server).chat(request), None
+                reply, wall = self.client_for(server).chat(request, wire), None
         except InfraError as exc:
             if self.settings.live:
                 self.breaker.note(server, str(exc))

@@ -1,4 +1,8 @@
-"""Expand suites into probes: one per case x model x channel x condition."""
+"""Expand suites into probes: one per case x model x channel x condition that is asked.
+
+A channel that cannot carry a condition (the tool and retry channels with ``seeded`` or
+``schema``) makes no probe at all: there is nothing to ask, so it is not a test.
+"""
 
 from __future__ import annotations
 
@@ -24,26 +28,29 @@ class Probe:
         return f"{self.model}-{self.channel}-{self.condition}"
 
     @property
-    def skip_reason(self) -> str | None:
-        """Why this combination is not asked at all, or None when it is."""
-        if self.channel == "prose":
-            return None
-        if self.condition == "seeded":
-            return (
-                f"the seeded condition shows the model card JSON as an earlier prose answer; "
-                f"the {self.channel} channel cannot carry it"
-            )
-        if self.condition == "schema":
-            return (
-                f"the schema condition constrains a prose reply to card JSON; "
-                f"the {self.channel} channel does not answer in prose"
-            )
-        return None
-
-    @property
     def name(self) -> str:
         """The pytest item name, e.g. ``date[smollm2:135m-tool-cold]``."""
         return f"{self.case.id}[{self.param_id}]"
+
+
+def not_asked(channel: str, condition: str) -> str | None:
+    """Why ``channel`` cannot carry ``condition``, so that no probe is made; None when it can.
+
+    Both opt-in conditions shape a prose reply: ``seeded`` shows card JSON as an earlier prose
+    answer and ``schema`` constrains a prose reply to card JSON. The tool channel does not
+    answer in prose, and the retry channel's second call goes through the tool.
+    """
+    if channel == "prose" or condition not in ("seeded", "schema"):
+        return None
+    if condition == "seeded":
+        return (
+            "the seeded condition shows the model card JSON as an earlier prose answer; "
+            f"the {channel} channel cannot carry it"
+        )
+    return (
+        "the schema condition constrains a prose reply to card JSON; "
+        f"the {channel} channel does not answer in prose"
+    )
 
 
 def expand(
@@ -53,7 +60,8 @@ def expand(
     channels: Sequence[str] | None = None,
     conditions: Sequence[str] | None = None,
 ) -> Iterator[Probe]:
-    """Yield the probes of ``suite`` in a stable order, keeping only the given filters."""
+    """Yield the probes of ``suite`` in a stable order, keeping only the given filters and
+    leaving out the combinations that are never asked (:func:`not_asked`)."""
     for case in suite.cases:
         for model in models:
             for channel in suite.channels:
@@ -62,6 +70,8 @@ def expand(
                 for condition in suite.conditions:
                     if conditions and condition not in conditions:
                         continue
+                    if not_asked(channel, condition):
+                        continue
                     yield Probe(suite, case, model, channel, condition)
 
 
@@ -69,12 +79,11 @@ def asked_arms(suite: Suite) -> frozenset[tuple[str, str]]:
     """The (channel, condition) pairs of ``suite`` that are asked (its arms, for any model)."""
     if not suite.cases:
         return frozenset()
-    case = suite.cases[0]
     return frozenset(
         (channel, condition)
         for channel in suite.channels
         for condition in suite.conditions
-        if Probe(suite, case, "", channel, condition).skip_reason is None
+        if not_asked(channel, condition) is None
     )
 
 

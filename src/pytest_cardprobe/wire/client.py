@@ -158,12 +158,23 @@ class ChatClient:
         path, body = self.payload(request)
         return "POST", path, json_body(body)
 
-    def chat(self, request: ChatRequest) -> ChatReply:
+    def played_text(self, request: ChatRequest) -> str | None:
+        """The body text of ``request`` as a replay player is handed it (what :meth:`chat`
+        takes as ``wire``), or None when this client has no player and sends to a server."""
+        if self._player is None:
+            return None
+        return self.wire_request(request)[2]
+
+    def chat(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
         """Ask once; retry infra failures a bounded number of times with backoff.
 
         A server that could not be reached on any attempt is not asked again in this
         session: every later call fails at once instead of spending the retries again (a
         suite against a stopped server ends in seconds, not minutes).
+
+        ``wire`` is :meth:`played_text` of ``request``, when the caller asks one request
+        several times and has written it once: the player is handed it instead of the body
+        being written again. The caller vouches that ``request`` has not changed since.
         """
         if self.unreachable:
             raise InfraError(
@@ -175,7 +186,7 @@ class ChatClient:
             if attempt:
                 self._sleep(self.settings.backoff * 2 ** (attempt - 1))
             try:
-                return self._chat_once(request)
+                return self._chat_once(request, wire)
             except InfraError as exc:
                 last = exc
                 refused += isinstance(exc, Unreachable)
@@ -185,10 +196,10 @@ class ChatClient:
         # The count first: labels are cut to one line, and it says retries were made.
         raise InfraError(f"after {self.settings.retries + 1} attempts: {last}")
 
-    def _chat_once(self, request: ChatRequest) -> ChatReply:
+    def _chat_once(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
         path, body = self.payload(request)
         if self._player is not None:
-            played = self._player("POST", path, json_body(body))
+            played = self._player("POST", path, json_body(body) if wire is None else wire)
             if played is not None:
                 return self._played(request, path, body, played)
         response = self.send("POST", path, body)

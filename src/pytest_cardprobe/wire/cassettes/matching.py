@@ -100,19 +100,23 @@ class CassettePlayer:
                 asked.append(redact_fields(request_meaning(content), self.redact))
             return asked[0]
 
-        count = len(self.interactions)
-        matching = [i for i in range(count) if self._matches(i, method, path, content, meaning)]
-        for index in matching:
-            if not self.played[index]:
-                if index in self._loose and self.prints is not None and not self._prints_checked:
-                    self._prints_checked = True
-                    try:
-                        check_fingerprint(self.path, self.data, self.prints())
-                    except StaleCassette as exc:
-                        raise StaleCassette(f"{exc}; re-record with: {self.hint}") from None
-                self.played[index] = True
-                return index
-        if matching:
+        played, count = self.played, len(self.interactions)
+        # The first unplayed interaction that matches. Played ones are looked at only when none
+        # does, so a test asking in the recorded order compares each request with its own
+        # interaction alone (a retry cassette's tool request is not parsed to be compared with
+        # the prose requests before it).
+        for index in range(count):
+            if played[index] or not self._matches(index, method, path, content, meaning):
+                continue
+            if index in self._loose and self.prints is not None and not self._prints_checked:
+                self._prints_checked = True
+                try:
+                    check_fingerprint(self.path, self.data, self.prints())
+                except StaleCassette as exc:
+                    raise StaleCassette(f"{exc}; re-record with: {self.hint}") from None
+            played[index] = True
+            return index
+        if any(self._matches(i, method, path, content, meaning) for i in range(count)):
             raise StaleCassette(
                 f"stale cassette {shown(self.path)}: it holds {sum(self.played)} recorded call(s) "
                 f"and the test asked for more; re-record with: {self.hint}"
