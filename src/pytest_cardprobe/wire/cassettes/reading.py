@@ -20,7 +20,7 @@ from pytest_cardprobe.jsonread import MAX_JSON_DEPTH, too_deep
 from pytest_cardprobe.wire.body import parsed_body
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, VCR_VERSION
 from pytest_cardprobe.wire.errors import CassetteProblem, CorruptCassette, NotRecorded
-from pytest_cardprobe.wire.shapes import CHAT_PATHS, check_reply
+from pytest_cardprobe.wire.shapes import chat_api, check_reply
 
 
 def _load(text: str) -> Any:
@@ -122,7 +122,7 @@ def _interaction_problem(interaction: Any) -> tuple[str | None, Any]:
         return problem, None
     request, response = interaction["request"], interaction["response"]
     code, raw = response["status"]["code"], response["body"]["string"]
-    api = CHAT_PATHS.get(urllib.parse.urlsplit(request["uri"]).path)
+    api = chat_api(urllib.parse.urlsplit(request["uri"]).path)
     if api is None or not 200 <= code < 300:
         return None, None
     if isinstance(raw, bytes):

@@ -1,0 +1,109 @@
+"""Failures the fuzz tests (tests/fuzz) found, each pinned as the example that found it.
+
+Every test here failed before the fix named in its docstring; the fuzz tests keep looking
+for more of the same kinds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from pytest_cardprobe.judge.registry import card_judge
+from pytest_cardprobe.run.runtime import Runtime
+from pytest_cardprobe.run.settings import Settings
+from pytest_cardprobe.suite.loader import load_suite
+from pytest_cardprobe.suite.matrix import Probe, expand
+from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.wire.cassettes.record import Record
+from pytest_cardprobe.wire.cassettes.replay import Replay
+
+ROOT = Path(__file__).resolve().parents[2]
+CARDS = load_suite(ROOT / "cases" / "cards.yaml")
+# A real recorded Ollama reply: the first one of the shipped date-prose-cold cassette.
+RECORDED = yaml.safe_load(
+    (ROOT / "cassettes" / "cards" / "smollm2%3A135m" / "date-prose-cold.yaml").read_text()
+)["interactions"][0]["response"]["body"]["string"]
+
+
+def _probe(case: str = "date", channel: str = "prose") -> Probe:
+    return next(
+        p
+        for p in expand(CARDS, ["smollm2:135m"])
+        if (p.case.id, p.channel, p.condition) == (case, channel, "cold")
+    )
+
+
+def _run(runtime: Runtime, probe: Probe) -> ProbeResult:
+    try:
+        return runtime.run(probe, 1, "n", lambda text: card_judge(text, probe.case, probe.suite))
+    finally:
+        runtime.close()
+
+
+def _serving(monkeypatch: pytest.MonkeyPatch, body: bytes, api: str = "ollama") -> None:
+    """A stand-in transport under the client (error paths only): ``body`` for every chat."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith(("/api/chat", "/chat/completions")):
+            return httpx.Response(200, content=body)
+        return httpx.Response(404, json={"error": "404 page not found"})
+
+    monkeypatch.setattr(
+        "pytest_cardprobe.wire.transport.deadline_transport",
+        lambda deadline, shown: httpx.MockTransport(handle),
+    )
+
+
+def _settings(tmp_path: Path, server: str, live: bool, **more: Any) -> Settings:
+    return Settings(
+        models=["smollm2:135m"],
+        record_mode="rewrite" if live else "none",
+        servers=[server],
+        cassette_dir=tmp_path / "cassettes",
+        retries=0,
+        warmup=False,
+        **more,
+    )
+
+
+def test_a_recording_through_a_server_url_with_a_path_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by test_fuzz_replies (the server URL had a path, ``/v``): the cassette holds
+    ``/v/api/chat`` and replay asks ``/api/chat``, so a recording made through a gateway's
+    prefix (``https://gw/ollama``) was stale at once. Fixed in wire/cassettes/matching.py
+    (``same_path``) and reading.py (``shapes.chat_api``): the server's own base path is
+    where the server is, not part of the request."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    _serving(monkeypatch, RECORDED.encode())
+    server = "http://127.0.0.1:9/ollama"
+    recorded = _run(Runtime(_settings(tmp_path, server, live=True), Record()), _probe())
+    cassette = tmp_path / "cassettes" / "cards" / "smollm2%3A135m" / "date-prose-cold.yaml"
+    assert "/ollama/api/chat" in cassette.read_text()
+    replayed = _run(Runtime(_settings(tmp_path, server, live=False), Replay()), _probe())
+    assert replayed.status == recorded.status == "failed"
+    assert [s.label for s in replayed.samples] == [s.label for s in recorded.samples]
+
+
+def test_a_stale_request_through_a_prefixed_server_names_the_body_not_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same fix, for the message of a request that really changed."""
+    from pytest_cardprobe.wire.cassettes.matching import CassettePlayer
+
+    data = {
+        "interactions": [
+            {"request": {"method": "POST", "uri": "http://h/ollama/api/chat", "body": '{"a":1}'}}
+        ]
+    }
+    error = CassettePlayer(tmp_path / "c.yaml", data, "hint").mismatch("POST", "/api/chat", "{}")
+    assert "(body.a only in recording)" in str(error), str(error)
+
+
+_ = json  # (used by later pins)
