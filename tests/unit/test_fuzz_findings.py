@@ -106,4 +106,43 @@ def test_a_stale_request_through_a_prefixed_server_names_the_body_not_the_path(
     assert "(body.a only in recording)" in str(error), str(error)
 
 
-_ = json  # (used by later pins)
+# --------------------------------------------------------------------------- lone surrogates
+
+LONE = '"caf\\udfff"'  # JSON text: a valid escape that decodes to no Unicode text
+
+
+def test_a_reply_whose_text_holds_a_lone_surrogate_is_malformed_not_a_crash_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by test_fuzz_replies (an OpenAI stream whose content held ``\\udfff``): the
+    reply was judged, and the session end crashed writing the reports (UnicodeEncodeError).
+    Fixed in jsonread.load_json, which every reply goes through: a lone surrogate is not
+    text, so the reply is malformed (infra, live; a corrupt cassette, replayed)."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    body = '{"message":{"role":"assistant","content":%s},"done":true}' % LONE
+    _serving(monkeypatch, body.encode())
+    live = _run(Runtime(_settings(tmp_path, "http://127.0.0.1:9", live=True), Record()), _probe())
+    assert live.status == "infra"
+    assert "reply is not JSON: a string holds a lone surrogate" in live.samples[0].label
+    json.dumps(live.to_dict(), ensure_ascii=False).encode("utf-8")
+
+
+def test_a_recorded_reply_with_a_lone_surrogate_is_a_corrupt_cassette(tmp_path: Path) -> None:
+    """The same fix, replayed: the cassette reader names the interaction."""
+    from pytest_cardprobe.wire.cassettes.reading import read_cassette
+    from pytest_cardprobe.wire.errors import CorruptCassette
+
+    reply = '{"message":{"role":"assistant","content":%s},"done":true}' % LONE
+    data = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {"method": "POST", "uri": "http://h/api/chat", "body": "{}"},
+                "response": {"status": {"code": 200}, "body": {"string": reply}},
+            }
+        ],
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CorruptCassette, match=r"interaction 1: reply is not JSON: a string "):
+        read_cassette(path)
