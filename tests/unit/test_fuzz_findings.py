@@ -146,3 +146,44 @@ def test_a_recorded_reply_with_a_lone_surrogate_is_a_corrupt_cassette(tmp_path: 
     path.write_text(json.dumps(data))
     with pytest.raises(CorruptCassette, match=r"interaction 1: reply is not JSON: a string "):
         read_cassette(path)
+
+
+# --------------------------------------------------------------------------- tool arguments
+
+
+def test_arguments_nested_thousands_deep_are_refused_not_a_recursion_error() -> None:
+    """Found by test_fuzz_judges (arguments as JSON text, the OpenAI way, nested 3000 deep):
+    ``decode_arguments`` raised RecursionError, which escaped the client. Fixed in
+    wire/calls.py: arguments are read with jsonread.load_json (bounded nesting, finite
+    numbers, text), so they are refused as not valid JSON (a malformed sample)."""
+    from pytest_cardprobe.wire.calls import decode_arguments
+
+    args, error, _ = decode_arguments('{"a": ' + "[" * 3000 + "]" * 3000 + "}", False)
+    assert args == {} and error == (
+        "arguments are not valid JSON: JSON nested more than 64 levels deep"
+    )
+
+
+@pytest.mark.parametrize("number", ["NaN", "1e999", "-Infinity"])
+def test_a_tool_loop_refuses_arguments_no_request_can_carry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, number: str
+) -> None:
+    """The same fix: an Ollama call whose arguments came as text holding NaN was decoded,
+    and the loop's next request (``allow_nan=False``) raised ValueError: an internal error.
+    Now the call is malformed (the loop hands back what it could read: no arguments)."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    calls = load_suite(ROOT / "cases" / "tools.yaml")
+    probe = next(
+        p
+        for p in expand(calls, ["smollm2:135m"])
+        if (p.case.id, p.condition) == ("find_then_read", "cold")
+    )
+    arguments = json.dumps('{"path": "README.md", "start_line": %s}' % number)
+    body = (
+        '{"message":{"role":"assistant","content":"","tool_calls":[{"function":'
+        '{"name":"read_file","arguments":%s}}]},"done":true}' % arguments
+    )
+    _serving(monkeypatch, body.encode())
+    result = _run(Runtime(_settings(tmp_path, "http://127.0.0.1:9", live=True), Record()), probe)
+    assert result.status == "failed"
+    assert result.samples[0].label.startswith("malformed read_file: arguments are not valid JSON")
