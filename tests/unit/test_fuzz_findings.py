@@ -148,6 +148,18 @@ def test_a_recorded_reply_with_a_lone_surrogate_is_a_corrupt_cassette(tmp_path: 
         read_cassette(path)
 
 
+def test_a_card_whose_type_is_a_lone_surrogate_is_broken_json(tmp_path: Path) -> None:
+    """Found by test_fuzz_judges: a model may type the six characters ``\\ud800`` inside
+    its card; the judge's label and types then held a lone surrogate, which no report can
+    be written with. Fixed in judge/carddetect.py: such a card is ``broken: invalid JSON``."""
+    from pytest_cardprobe.judge.card import judge_card
+
+    text = '```json\n{"type":"AdaptiveCard","body":[{"type":"\\ud800"}]}\n```'
+    verdict = judge_card(text, accept=["Table"], requires_input=False)
+    assert verdict.label == "broken: invalid JSON lone surrogate \\ud800 in a string"
+    json.dumps(verdict.to_dict(), ensure_ascii=False).encode("utf-8")
+
+
 # --------------------------------------------------------------------------- tool arguments
 
 
@@ -187,3 +199,22 @@ def test_a_tool_loop_refuses_arguments_no_request_can_carry(
     result = _run(Runtime(_settings(tmp_path, "http://127.0.0.1:9", live=True), Record()), probe)
     assert result.status == "failed"
     assert result.samples[0].label.startswith("malformed read_file: arguments are not valid JSON")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ('{"path": "a", "start_line": 1e999}', "1e999 overflows a float"),
+        ('{"path": "\\udfff"}', "arguments hold a lone surrogate (\\udfff)"),
+    ],
+)
+def test_a_call_written_as_text_with_arguments_no_request_can_carry_is_refused(
+    arguments: str, why: str
+) -> None:
+    """The same kind, in a call written as text: recovery (judge/callread.py) reads spans
+    with finite floats and refuses arguments that hold a lone surrogate."""
+    from pytest_cardprobe.judge.recovery import recover_tool_calls
+
+    text = '<tool_call>{"name": "read_file", "arguments": %s}</tool_call>' % arguments
+    recovery = recover_tool_calls(text, ["read_file"])
+    assert recovery.calls == [] and recovery.error is not None and why in recovery.error
