@@ -160,6 +160,25 @@ def test_a_card_whose_type_is_a_lone_surrogate_is_broken_json(tmp_path: Path) ->
     json.dumps(verdict.to_dict(), ensure_ascii=False).encode("utf-8")
 
 
+def test_a_tools_file_with_a_lone_surrogate_is_a_suite_error(tmp_path: Path) -> None:
+    """Found by test_fuzz_suites (a JSON tools file, ``\\udfff`` in a string): the suite
+    loaded and every request it built failed to encode. Fixed in suite/documents.py: the
+    JSON walk (and the YAML reading) refuses it, naming line and key."""
+    from pytest_cardprobe.suite.loader import SuiteError
+
+    (tmp_path / "tools.json").write_text(
+        '[{"type": "function", "function": {"name": "f",\n "description": %s}}]' % LONE
+    )
+    (tmp_path / "s.yaml").write_text(
+        "cardprobe: 1\nname: s\njudge: call\nconditions: [cold]\ntools: tools.json\n"
+        "cases:\n  - id: c\n    prompt: q\n    expect: {call: f}\n"
+    )
+    with pytest.raises(SuiteError) as caught:
+        load_suite(tmp_path / "s.yaml")
+    assert str(caught.value).startswith(f"{tmp_path / 'tools.json'}:2: $[0].function.description")
+    assert "lone surrogate" in str(caught.value)
+
+
 # --------------------------------------------------------------------------- tool arguments
 
 
