@@ -237,3 +237,40 @@ def test_a_call_written_as_text_with_arguments_no_request_can_carry_is_refused(
     text = '<tool_call>{"name": "read_file", "arguments": %s}</tool_call>' % arguments
     recovery = recover_tool_calls(text, ["read_file"])
     assert recovery.calls == [] and recovery.error is not None and why in recovery.error
+
+
+# --------------------------------------------------------------------------- options
+
+
+def test_the_settings_show_no_secret_in_a_traceback(tmp_path: Path) -> None:
+    """Found by test_fuzz_options (a ``cardprobe_headers`` line with a token): the
+    resolved ``Settings`` showed the header value, the server URL's password and key and the
+    API key in its ``repr``, which is what a traceback prints of a frame argument. Fixed in
+    run/settings.py: its ``repr`` redacts them as ``ClientSettings`` does."""
+    from _pytest._code import ExceptionInfo
+    from _pytest.config import _prepareconfig
+
+    from pytest_cardprobe.glue.options import resolve_settings
+
+    # Built here, so that the source lines a long traceback shows do not hold them.
+    token, password, key = "T0KEN" + "VALUE", "S3CRET" + "PW", "K3Y" + "VALUE"
+    ini = tmp_path / "pytest.ini"
+    ini.write_text(f"[pytest]\ncardprobe_headers =\n    X-Auth: {token}\n")
+    server = f"--cardprobe-server=http://alice:{password}@127.0.0.1:9/?key={key}"
+    config = _prepareconfig(["-p", "no:cacheprovider", "-c", str(ini), server])
+    try:
+        settings = resolve_settings(config)
+    finally:
+        config._ensure_unconfigure()
+
+    def failing(settings: Settings) -> None:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError) as caught:
+        failing(settings)
+    info: ExceptionInfo[BaseException] = caught
+    shown = repr(settings) + str(info.getrepr(style="long", funcargs=True))
+    for secret in (token, password, key):
+        assert secret not in shown
+    assert "servers=['http://127.0.0.1:9/']" in repr(settings)
+    assert "headers={'X-Auth': '[redacted]'}" in repr(settings)
