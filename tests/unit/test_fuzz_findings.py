@@ -119,7 +119,7 @@ def test_a_reply_whose_text_holds_a_lone_surrogate_is_malformed_not_a_crash_at_t
     Fixed in jsonread.load_json, which every reply goes through: a lone surrogate is not
     text, so the reply is malformed (infra, live; a corrupt cassette, replayed)."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    body = '{"message":{"role":"assistant","content":%s},"done":true}' % LONE
+    body = '{"message":{"role":"assistant","content":' + LONE + '},"done":true}'
     _serving(monkeypatch, body.encode())
     live = _run(Runtime(_settings(tmp_path, "http://127.0.0.1:9", live=True), Record()), _probe())
     assert live.status == "infra"
@@ -132,7 +132,7 @@ def test_a_recorded_reply_with_a_lone_surrogate_is_a_corrupt_cassette(tmp_path: 
     from pytest_cardprobe.wire.cassettes.reading import read_cassette
     from pytest_cardprobe.wire.errors import CorruptCassette
 
-    reply = '{"message":{"role":"assistant","content":%s},"done":true}' % LONE
+    reply = '{"message":{"role":"assistant","content":' + LONE + '},"done":true}'
     data = {
         "version": 1,
         "interactions": [
@@ -167,7 +167,7 @@ def test_a_tools_file_with_a_lone_surrogate_is_a_suite_error(tmp_path: Path) -> 
     from pytest_cardprobe.suite.loader import SuiteError
 
     (tmp_path / "tools.json").write_text(
-        '[{"type": "function", "function": {"name": "f",\n "description": %s}}]' % LONE
+        '[{"type": "function", "function": {"name": "f",\n "description": ' + LONE + "}}]"
     )
     (tmp_path / "s.yaml").write_text(
         "cardprobe: 1\nname: s\njudge: call\nconditions: [cold]\ntools: tools.json\n"
@@ -209,10 +209,10 @@ def test_a_tool_loop_refuses_arguments_no_request_can_carry(
         for p in expand(calls, ["smollm2:135m"])
         if (p.case.id, p.condition) == ("find_then_read", "cold")
     )
-    arguments = json.dumps('{"path": "README.md", "start_line": %s}' % number)
+    arguments = json.dumps('{"path": "README.md", "start_line": ' + number + "}")
     body = (
         '{"message":{"role":"assistant","content":"","tool_calls":[{"function":'
-        '{"name":"read_file","arguments":%s}}]},"done":true}' % arguments
+        '{"name":"read_file","arguments":' + arguments + '}}]},"done":true}'
     )
     _serving(monkeypatch, body.encode())
     result = _run(Runtime(_settings(tmp_path, "http://127.0.0.1:9", live=True), Record()), probe)
@@ -234,7 +234,7 @@ def test_a_call_written_as_text_with_arguments_no_request_can_carry_is_refused(
     with finite floats and refuses arguments that hold a lone surrogate."""
     from pytest_cardprobe.judge.recovery import recover_tool_calls
 
-    text = '<tool_call>{"name": "read_file", "arguments": %s}</tool_call>' % arguments
+    text = '<tool_call>{"name": "read_file", "arguments": ' + arguments + "}</tool_call>"
     recovery = recover_tool_calls(text, ["read_file"])
     assert recovery.calls == [] and recovery.error is not None and why in recovery.error
 
