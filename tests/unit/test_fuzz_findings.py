@@ -274,3 +274,38 @@ def test_the_settings_show_no_secret_in_a_traceback(tmp_path: Path) -> None:
         assert secret not in shown
     assert "servers=['http://127.0.0.1:9/']" in repr(settings)
     assert "headers={'X-Auth': '[redacted]'}" in repr(settings)
+
+
+def _configured(tmp_path: Path, ini: str, *args: str) -> str:
+    """The usage error (or "ok") of configuring a run with these ini lines and arguments."""
+    from _pytest.config import _prepareconfig
+
+    path = tmp_path / "pytest.ini"
+    path.write_text("[pytest]\n" + ini)
+    try:
+        config = _prepareconfig(["-p", "no:cacheprovider", "-c", str(path), *args])
+        try:
+            config._do_configure()
+        finally:
+            config._ensure_unconfigure()
+    except pytest.UsageError as exc:
+        return str(exc)
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("ini", "args", "said"),
+    [
+        ("", ["--cardprobe-samples=1" + "0" * 400], "--cardprobe-samples wants an integer >= 1, "
+         "got a number of 401 digits"),
+        ("cardprobe_breaker = " + "9" * 400, [], "ini key cardprobe_breaker wants an integer >= "
+         "1, got a number of 400 digits"),
+    ],
+)  # fmt: skip
+def test_an_integer_too_large_for_a_float_is_a_usage_error(
+    tmp_path: Path, ini: str, args: list[str], said: str
+) -> None:
+    """Found by test_fuzz_options (``--cardprobe-samples`` with 400 digits): the number
+    reader's ``math.isfinite`` raised OverflowError, which neither argparse nor the ini
+    reader catches: an INTERNALERROR. Fixed in glue/values.py."""
+    assert said in _configured(tmp_path, ini, *args)

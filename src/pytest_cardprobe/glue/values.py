@@ -26,9 +26,14 @@ def _bounded(convert: type[int] | type[float], wants: str, ok: Callable[[float],
     def read(text: str) -> float:
         try:
             value = convert(text.strip())
+            # An integer too large for a float (400 digits) is no count or time either.
+            finite = math.isfinite(value)
         except ValueError:
             raise ValueError(f"wants {wants}, got {text!r}") from None
-        if not math.isfinite(value) or not ok(value):
+        except OverflowError:
+            digits = len(text.strip().lstrip("+-"))
+            raise ValueError(f"wants {wants}, got a number of {digits} digits") from None
+        if not finite or not ok(value):
             raise ValueError(f"wants {wants}, got {value:g}")
         return value
 
