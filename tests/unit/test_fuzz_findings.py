@@ -309,3 +309,14 @@ def test_an_integer_too_large_for_a_float_is_a_usage_error(
     reader's ``math.isfinite`` raised OverflowError, which neither argparse nor the ini
     reader catches: an INTERNALERROR. Fixed in glue/values.py."""
     assert said in _configured(tmp_path, ini, *args)
+
+
+def test_a_header_line_without_a_colon_is_refused_without_showing_it(tmp_path: Path) -> None:
+    """Found by test_fuzz_options (a ``cardprobe_headers`` line that is only a token): the
+    usage error quoted the whole line as the header's name, value and all. Fixed in
+    glue/values.header_line."""
+    token = "T0KEN" + "VALUE"
+    said = _configured(tmp_path, f"cardprobe_headers =\n    X-Auth {token}\n")
+    assert said == (
+        "ini key cardprobe_headers has a line with no ':' in it; each line is 'Header-Name: value'"
+    )

@@ -158,6 +158,9 @@ def header_line(line: str) -> tuple[str, str]:
     """``Name: value`` with ``$VAR`` expanded in the value, checked by :func:`header_value`."""
     name, colon, raw = line.partition(":")
     name = name.strip()
-    if not colon or not _HEADER_NAME.fullmatch(name):
+    if not colon:
+        # Then the whole line may be the value ("X-Token abc123"): it is not shown.
+        raise ValueError("has a line with no ':' in it; each line is 'Header-Name: value'")
+    if not _HEADER_NAME.fullmatch(name):
         raise ValueError(f"{name!r} is not 'Header-Name: value'")
     return name, header_value(name, os.path.expandvars(raw.strip()))
