@@ -320,3 +320,27 @@ def test_a_header_line_without_a_colon_is_refused_without_showing_it(tmp_path: P
     assert said == (
         "ini key cardprobe_headers has a line with no ':' in it; each line is 'Header-Name: value'"
     )
+
+
+@pytest.mark.parametrize(
+    ("server", "said"),
+    [
+        # Found by test_fuzz_options: one slash after the scheme.
+        ("http:/:S3CRET@[::1]:-1/", "'http:/[::1]:-1/' has one slash after http:; write http://"),
+        ("http:/localhost:11434", "'http:/localhost:11434' has one slash after http:"),
+        # A password holding a "/": its end read as the port, quoted in the message.
+        ("http://alice:S3/CRET@h:1", "'http://h:1' is not a valid http(s) URL (Port could not "
+         "be cast to integer value)"),
+        ("http://h:/", "'http://h:/' has an empty port"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_server_url_is_refused_without_its_password(
+    tmp_path: Path, server: str, said: str
+) -> None:
+    """Found by test_fuzz_options (``http:/:PASSWORD@[::1]:-1/``): the URL was accepted as
+    the host ``http`` with the password in its path, and shown (settings, reports). Fixed in
+    glue/values.server_url: one slash after the scheme and an empty port are refused, and the
+    message leaves out everything before the last ``@`` and the text a port error quotes."""
+    message = _configured(tmp_path, f"cardprobe_servers =\n    {server}\n")
+    assert message == f"ini key cardprobe_servers {said}" or said in message, message
+    assert "S3" not in message and "CRET" not in message

@@ -101,20 +101,35 @@ def normalise_server(url: str) -> str:
 _HOST = re.compile(r"[^\W][\w.-]*", re.UNICODE)
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
+
+
 def _without_secrets(url: str) -> str:
-    """``url`` as it may be shown in an error: no ``user:password@``, no query."""
-    return re.sub(r"//[^/?#@]*@", "//", url).split("?", 1)[0]
+    """``url`` as it may be shown in an error: no query, and nothing before its last ``@``
+    but the scheme (a password may hold a ``/``, or follow a mistyped ``http:/``)."""
+    url = url.split("?", 1)[0].split("#", 1)[0]
+    head, at, tail = url.rpartition("@")
+    if not at:
+        return url
+    scheme = _SCHEME.match(head)
+    return (scheme.group() if scheme else "") + tail
 
 
 def server_url(value: str) -> str:
     """An absolute http(s) base URL with a valid host and port, normalised."""
     url = normalise_server(value)
     shown = repr(_without_secrets(value.strip()))
+    typo = re.match(r"(https?):/(?!/)", value.strip(), re.IGNORECASE)
+    if typo:
+        # It would read as the host "http" with an empty port and the rest as a path.
+        raise ValueError(f"{shown} has one slash after {typo.group(1)}:; write {typo.group(1)}://")
     try:
         parts = urllib.parse.urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"{shown} is not a valid http(s) URL ({exc})") from None
+        # Not the text it quotes: a "port" may be the end of a password holding a "/".
+        why = str(exc).split(" as ", 1)[0]
+        raise ValueError(f"{shown} is not a valid http(s) URL ({why})") from None
     if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
         raise ValueError(f"{shown} holds whitespace or control characters")
     if parts.scheme not in ("http", "https"):
@@ -131,6 +146,9 @@ def server_url(value: str) -> str:
         raise ValueError(f"{shown} has an invalid host {host!r}")
     if port == 0:
         raise ValueError(f"{shown} has port 0")
+    if parts.netloc.endswith(":"):
+        # ``http://host:/``: a colon and no port (the typo above gave one too).
+        raise ValueError(f"{shown} has an empty port")
     return url
 
 
