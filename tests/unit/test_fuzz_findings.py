@@ -7,6 +7,7 @@ for more of the same kinds.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +345,14 @@ def test_a_mistyped_server_url_is_refused_without_its_password(
     message = _configured(tmp_path, f"cardprobe_servers =\n    {server}\n")
     assert message == f"ini key cardprobe_servers {said}" or said in message, message
     assert "S3" not in message and "CRET" not in message
+
+
+@pytest.mark.parametrize("flag", ["--cardprobe-cassette-dir", "--model", "--cardprobe-samples"])
+def test_a_flag_given_two_dashes_as_its_value_is_a_usage_error(tmp_path: Path, flag: str) -> None:
+    """Found by test_fuzz_options (``--cardprobe-cassette-dir=--``): argparse before Python
+    3.12 drops a value of ``--`` and hands over an empty list without calling the reader, so
+    ``Path([])`` raised TypeError (an INTERNALERROR). Fixed in glue/options._find."""
+    said = _configured(tmp_path, "", f"{flag}=--")
+    assert said in ("ok", f"{flag} needs a value; '--' is not one"), said
+    if sys.version_info < (3, 12):
+        assert said != "ok"
