@@ -356,3 +356,14 @@ def test_a_flag_given_two_dashes_as_its_value_is_a_usage_error(tmp_path: Path, f
     assert said in ("ok", f"{flag} needs a value; '--' is not one"), said
     if sys.version_info < (3, 12):
         assert said != "ok"
+
+
+def test_command_line_bytes_that_are_not_utf8_are_a_usage_error(tmp_path: Path) -> None:
+    """Found by test_fuzz_options (``--model`` with a byte 0xff, which ``sys.argv`` carries
+    as the surrogate escape ``\\udcff``): the model name was accepted and its cassette path
+    failed to encode. Fixed in types.model_problem and glue/values.server_url (whose httpx
+    base URL could not be built either)."""
+    said = _configured(tmp_path, "", "--model=caf\udce9")
+    assert "--model 'caf\\udce9' holds bytes that are not UTF-8 text" in said, said
+    said = _configured(tmp_path, "", "--cardprobe-server=http://h:1/\udcff")
+    assert "--cardprobe-server 'http://h:1/\\udcff' holds bytes that are not UTF-8 text" in said

@@ -132,6 +132,9 @@ def server_url(value: str) -> str:
         raise ValueError(f"{shown} is not a valid http(s) URL ({why})") from None
     if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
         raise ValueError(f"{shown} holds whitespace or control characters")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in url):
+        # Command-line bytes that are not UTF-8 arrive as surrogate escapes; no URL holds one.
+        raise ValueError(f"{shown} holds bytes that are not UTF-8 text")
     if parts.scheme not in ("http", "https"):
         raise ValueError(f"{shown} is not an http:// or https:// URL")
     host = parts.hostname or ""
