@@ -183,5 +183,9 @@ def header_line(line: str) -> tuple[str, str]:
         # Then the whole line may be the value ("X-Token abc123"): it is not shown.
         raise ValueError("has a line with no ':' in it; each line is 'Header-Name: value'")
     if not _HEADER_NAME.fullmatch(name):
-        raise ValueError(f"{name!r} is not 'Header-Name: value'")
+        # Not quoted either: a value typed without its colon ("X-Key abc:def") is in it.
+        raise ValueError(
+            "has a line whose name (before ':') is not a header name (letters, digits and "
+            "!#$%&'*+.^_`|~- only); each line is 'Header-Name: value'"
+        )
     return name, header_value(name, os.path.expandvars(raw.strip()))
