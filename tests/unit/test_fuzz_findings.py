@@ -367,3 +367,33 @@ def test_command_line_bytes_that_are_not_utf8_are_a_usage_error(tmp_path: Path) 
     assert "--model 'caf\\udce9' holds bytes that are not UTF-8 text" in said, said
     said = _configured(tmp_path, "", "--cardprobe-server=http://h:1/\udcff")
     assert "--cardprobe-server 'http://h:1/\\udcff' holds bytes that are not UTF-8 text" in said
+
+
+@pytest.mark.parametrize(
+    ("ini", "said"),
+    [
+        ("cardprobe_max_file_mb = 1e308", "ini key cardprobe_max_file_mb wants a number of MB > 0 "
+         "and at most 1000000, got 1e+308"),
+        ("cardprobe_timeout = 1e10", "ini key cardprobe_timeout wants a number of seconds > 0 and "
+         "at most 86400, got 1e+10"),
+    ],
+)  # fmt: skip
+def test_a_finite_number_too_large_to_use_is_a_usage_error(
+    tmp_path: Path, ini: str, said: str
+) -> None:
+    """Found by test_fuzz_options (``cardprobe_max_file_mb = 1e308``): finite, so accepted,
+    and ``int(1e308 * MB)`` raised OverflowError at configure time (an INTERNALERROR). The
+    request timeout had the same gap: above about 9e9 s no socket takes it, and every live
+    request raised OverflowError out of the client. Fixed in glue/values.py (``megabytes``,
+    ``seconds``) and the option table: both have an upper bound, in their help."""
+    assert _configured(tmp_path, ini + "\n") == said
+
+
+def test_a_day_is_a_request_deadline_a_socket_takes() -> None:
+    """The bound of the timeout is one every socket operation can be given."""
+    import socket
+
+    from pytest_cardprobe.glue import values
+
+    with socket.socket() as sock:
+        sock.settimeout(values.seconds("86400"))

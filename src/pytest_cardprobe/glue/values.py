@@ -45,6 +45,10 @@ positive_int = _bounded(int, "an integer >= 1", lambda v: v >= 1)
 non_negative_int = _bounded(int, "an integer >= 0", lambda v: v >= 0)
 positive_float = _bounded(float, "a number > 0", lambda v: v > 0)
 share = _bounded(float, "a number from 0 to 1", lambda v: 0 <= v <= 1)
+#: A request deadline: a socket takes no timeout beyond about 9e9 s, and a day is plenty.
+seconds = _bounded(float, "a number of seconds > 0 and at most 86400", lambda v: 0 < v <= 86400)
+#: A file size cap: it becomes a byte count, which a float of 1e308 MB overflows.
+megabytes = _bounded(float, "a number of MB > 0 and at most 1000000", lambda v: 0 < v <= 1e6)
 
 
 def one_of(choices: tuple[str, ...]) -> Reader:
