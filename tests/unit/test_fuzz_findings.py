@@ -397,3 +397,21 @@ def test_a_day_is_a_request_deadline_a_socket_takes() -> None:
 
     with socket.socket() as sock:
         sock.settimeout(values.seconds("86400"))
+
+
+# --------------------------------------------------------------------------- bytes and text
+
+
+def test_a_live_reply_that_is_not_utf8_is_infra_not_a_recording_that_cannot_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by test_fuzz_replies (an OpenAI stream with a byte 0xff spliced in): the client
+    decoded the reply with replacement characters and judged it, and the cassette kept the
+    raw bytes, which replay refuses as not UTF-8: a recording that could never replay.
+    Fixed in wire/client.py: a reply that is not UTF-8 is malformed (infra, not recorded)."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    _serving(monkeypatch, b"\xff" + RECORDED.encode())
+    result = _run(Runtime(_settings(tmp_path, "http://127.0.0.1:9", live=True), Record()), _probe())
+    assert result.status == "infra"
+    assert "malformed reply: not UTF-8 (invalid start byte at byte 0)" in result.samples[0].label
+    assert not (tmp_path / "cassettes").exists()  # nothing recorded
