@@ -415,3 +415,26 @@ def test_a_live_reply_that_is_not_utf8_is_infra_not_a_recording_that_cannot_repl
     assert result.status == "infra"
     assert "malformed reply: not UTF-8 (invalid start byte at byte 0)" in result.samples[0].label
     assert not (tmp_path / "cassettes").exists()  # nothing recorded
+
+
+def test_a_json_cassette_whose_reply_holds_a_lone_surrogate_is_corrupt(tmp_path: Path) -> None:
+    """Found by test_fuzz_cassettes (a cassette written as JSON, its body string holding
+    ``\\ud800``): replay raised UnicodeEncodeError encoding the body. Fixed in
+    wire/cassettes/reading.py: a body string that is no text is a corrupt cassette."""
+    from pytest_cardprobe.wire.cassettes.reading import read_cassette
+    from pytest_cardprobe.wire.errors import CorruptCassette
+
+    reply = '{"message": {"role": "assistant", "content": "hi"}, "done": true}\ud800'
+    data = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {"method": "POST", "uri": "http://h/api/chat", "body": "{}"},
+                "response": {"status": {"code": 200}, "body": {"string": reply}},
+            }
+        ],
+    }
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))  # ASCII JSON: the surrogate travels as an escape
+    with pytest.raises(CorruptCassette, match="interaction 1: response body is not text"):
+        read_cassette(path)

@@ -167,6 +167,11 @@ def _shape_problem(interaction: Any) -> str | None:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             return f"response body is not UTF-8 ({exc.reason} at byte {exc.start})"
+    elif not raw.isascii():
+        try:
+            raw.encode("utf-8")  # text a YAML or JSON escape made: a lone surrogate is none
+        except UnicodeEncodeError as exc:
+            return f"response body is not text (a lone surrogate at character {exc.start})"
     code = status["code"]
     if not 100 <= code <= 599:
         return f"response status {code} is not an HTTP status"
