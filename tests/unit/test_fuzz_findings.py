@@ -438,3 +438,85 @@ def test_a_json_cassette_whose_reply_holds_a_lone_surrogate_is_corrupt(tmp_path:
     path.write_text(json.dumps(data))  # ASCII JSON: the surrogate travels as an escape
     with pytest.raises(CorruptCassette, match="interaction 1: response body is not text"):
         read_cassette(path)
+
+
+# --------------------------------------------------------------------------- score/ (pending)
+
+SCORE_PENDING = (
+    "score/ is being rewritten on branch gate; the fix (a checked reading of these "
+    "documents) is left to the lead after that merge"
+)
+
+
+def _report_with(tmp_path: Path, edit: Any) -> tuple[int, str]:
+    """``diff`` of the shipped replay's JSON report against itself edited by ``edit``."""
+    import contextlib
+    import io
+
+    from pytest_cardprobe.cli import diff
+    from pytest_cardprobe.score.aggregate import aggregate
+    from pytest_cardprobe.score.gate import GateSettings, decide
+    from pytest_cardprobe.score.jsonreport import json_report
+
+    replay = Runtime(Settings(models=["smollm2:135m"], cassette_dir=ROOT / "cassettes"), Replay())
+    results = [_run(replay, _probe(channel="tool"))]
+    arms = aggregate(results)
+    data = json.loads(
+        json_report(
+            arms, [r.to_dict() for r in results], decide(arms, results, None, GateSettings())
+        )
+    )
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(data))
+    edit(data["tests"][0])
+    new.write_text(json.dumps(data))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = diff.main([str(old), str(new)])
+    return status, err.getvalue()
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError, reason=SCORE_PENDING)
+def test_diff_refuses_a_report_with_a_figure_of_400_digits(tmp_path: Path) -> None:
+    """Found by test_fuzz_scores (a sample's ``figures.generate_s`` of 400 digits, valid
+    JSON): ``score/aggregate`` adds it to a float, OverflowError. Wanted: exit 2 with the
+    ``error:`` line naming the file and key (``score/diff.results_of``)."""
+    status, err = _report_with(
+        tmp_path, lambda test: test["samples"][0]["figures"].update(generate_s=10**400)
+    )
+    assert status == 2 and "new.json" in err
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason=SCORE_PENDING)
+def test_diff_refuses_a_report_whose_test_has_a_field_of_the_wrong_type(tmp_path: Path) -> None:
+    """Found by test_fuzz_scores (``condition`` a list; also a label that is a number,
+    counts that are objects): ``results_of`` builds a ProbeResult from it unchecked, and
+    aggregate raises TypeError (unhashable list). Wanted: exit 2 naming the key."""
+    status, err = _report_with(tmp_path, lambda test: test.update(condition=[]))
+    assert status == 2 and "tests[0].condition" in err
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError, reason=SCORE_PENDING)
+def test_a_baseline_count_of_400_digits_is_a_baseline_error() -> None:
+    """Found while pinning the two above (the baseline fuzz test reads the same counts): a
+    baseline's ``tool_calls`` of 400 digits is an ``integer >= 0``, so ``parse_baseline``
+    takes it, and the gate's adoption (``tool_calls / calls``) raises OverflowError at the
+    session end, after every test ran. Wanted: a BaselineError naming the key."""
+    from pytest_cardprobe.score.aggregate import aggregate
+    from pytest_cardprobe.score.baseline import BaselineError, parse_baseline
+    from pytest_cardprobe.score.gate import GateSettings, decide
+
+    replay = Runtime(Settings(models=["smollm2:135m"], cassette_dir=ROOT / "cassettes"), Replay())
+    results = [_run(replay, _probe(channel="tool"))]
+    arm = results[0].arm_id
+    document = {
+        "format": 1,
+        "arms": {arm: {"verdicts": {"date": {"passed": False, "calls": 1, "tool_calls": 10**400}}}},
+    }
+    try:
+        baseline = parse_baseline(document, "baseline b.json")
+    except BaselineError as exc:
+        assert "tool_calls" in str(exc)
+        return
+    decide(aggregate(results), results, baseline, GateSettings())
+    raise AssertionError("a count no float can hold was taken, and the gate did not mind")
