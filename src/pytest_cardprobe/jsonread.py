@@ -1,8 +1,10 @@
-"""JSON from a server or a file, read so that no input can crash the reader.
+"""JSON from a server or a file, read so that no input can crash the reader, nor what
+writes the value out again.
 
 Nesting deeper than :data:`MAX_JSON_DEPTH` is refused before the parser could hit the
-recursion limit, and ``NaN``, ``Infinity`` and floats that overflow are refused as numbers,
-each with a ValueError.
+recursion limit; ``NaN``, ``Infinity`` and floats that overflow are refused as numbers, and a
+string holding a lone surrogate (``"\\ud800"``, valid JSON syntax but no Unicode text: no
+UTF-8 writer, report or request body can carry it) as text, each with a ValueError.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
-def _no_constant(name: str) -> Any:
+def no_constant(name: str) -> Any:
+    """``parse_constant`` of a strict decoder: ``NaN`` and ``Infinity`` are not JSON."""
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite(text: str) -> float:
+def finite_float(text: str) -> float:
+    """``parse_float`` of a strict decoder: a float that overflows (``1e999``) is refused."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text[:40]} overflows a float")
@@ -46,12 +50,41 @@ def _finite(text: str) -> float:
 
 # Built once: json.loads with an option builds a decoder per call, which costs about as
 # much as parsing a short reply.
-_STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+_STRICT = json.JSONDecoder(parse_constant=no_constant, parse_float=finite_float)
+# Only JSON text with an escape in the surrogate range can decode to a lone surrogate (raw
+# text is valid Unicode); a pair decodes to one character, so only then is the value walked.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any, text: str | None = None) -> str | None:
+    """The first lone surrogate in a string (key or value) of ``value``, as its escape
+    (``\\udfff``); None when there is none. With the JSON ``text`` it came from, a value
+    whose text has no surrogate escape is not walked."""
+    if text is not None and not _SURROGATE_ESCAPE.search(text):
+        return None
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                return f"\\u{ord(found.group()):04x}"
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def load_json(text: str) -> Any:
-    """``json.loads`` that refuses deep nesting and non-finite numbers (``NaN``,
-    ``Infinity``, and a float such as ``1e999`` that overflows) with ValueError."""
+    """``json.loads`` that refuses deep nesting, non-finite numbers (``NaN``, ``Infinity``,
+    and a float such as ``1e999`` that overflows) and lone surrogates with ValueError."""
     if too_deep(text):
         raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
-    return _STRICT.decode(text)
+    value = _STRICT.decode(text)
+    bad = lone_surrogate(value, text)
+    if bad:
+        raise ValueError(f"a string holds a lone surrogate ({bad}), which is not text")
+    return value

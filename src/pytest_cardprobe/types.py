@@ -212,6 +212,9 @@ def model_problem(name: str) -> str | None:
         return "is empty"
     if any(c.isspace() or ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c == "\\" for c in name):
         return "holds whitespace, a backslash or control characters"
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+        # How Python hands over command-line bytes that are not UTF-8 (surrogate escapes).
+        return "holds bytes that are not UTF-8 text"
     if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
         return "looks like a file path, not a model name"
     return None

@@ -45,6 +45,8 @@ class Hostile:
     said: tuple[str, ...]
     args: tuple[str, ...] = ONE
     env: dict[str, str] = field(default_factory=dict)
+    #: What must not be in the output (a planted secret).
+    absent: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- arrangers
@@ -128,6 +130,17 @@ def reply(change: Callable[[dict[str, Any]], Any], name: str | None = None) -> A
         response["body"]["string"] = json.dumps(parsed if replaced is None else replaced)
 
     return cassette(body, name)
+
+
+def reply_text(old: str, new: str, name: str | None = None) -> Arrange:
+    """Edit the first recorded reply body as text (for what json.dumps cannot write)."""
+
+    def change(data: dict[str, Any]) -> None:
+        body = data["interactions"][0]["response"]["body"]
+        assert old in body["string"], old
+        body["string"] = body["string"].replace(old, new, 1)
+
+    return cassette(change, name)
 
 
 def set_in(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], None]:
@@ -890,7 +903,345 @@ HOSTILE: list[Hostile] = [
         ("warning: cannot write the $GITHUB_STEP_SUMMARY", "summary"),
         env={"GITHUB_STEP_SUMMARY": "summary"},
     ),
+    # ------------------------------------------- round two (issue 23) and what fuzzing found
+    Hostile(
+        "cassette-reply-overflow",
+        reply_text('"eval_count":', '"eval_count":1e999,"x":'),
+        FAILED,
+        ("date-prose-cold.yaml: interaction 1: reply is not JSON: 1e999 overflows a float",),
+    ),
+    Hostile(
+        "cassette-reply-lone-surrogate",
+        reply_text('"content":"', '"content":"\\udfff'),
+        FAILED,
+        ("interaction 1: reply is not JSON: a string holds a lone surrogate (\\udfff)",),
+    ),
+    Hostile(
+        "tools-json-lone-surrogate",
+        edit("cases/tools/tools.json", '"Read a text file', '"\\udfff Read a text file'),
+        USAGE,
+        ("tools.json:6: $[0].function.description: holds a lone surrogate",),
+        TOOLS,
+    ),
+    Hostile(
+        "baseline-lone-surrogate",
+        edit("cardprobe-baseline.json", '"label": "', '"label": "\\udfff'),
+        USAGE,
+        ("cardprobe-baseline.json is not valid JSON: a string holds a lone surrogate",),
+    ),
+    Hostile(
+        "baseline-nan",
+        edit("cardprobe-baseline.json", '"calls": 50', '"calls": NaN'),
+        USAGE,
+        ("cardprobe-baseline.json is not valid JSON: NaN is not a JSON number",),
+    ),
+    Hostile(
+        "tool-arguments-nan",
+        both(
+            reply(
+                set_in(
+                    ("message", "tool_calls"),
+                    [{"function": {"name": "read_file", "arguments": '{"path": NaN}'}}],
+                ),
+                "cassettes/tools/smollm2%3A135m/readme-call-cold.yaml",
+            ),
+            # A pass in the baseline, so the failure is a flip and pytest shows its label.
+            baseline(
+                lambda d: d["arms"]["tools/smollm2:135m/call/cold"]["verdicts"]["readme"].update(
+                    passed=True
+                )
+            ),
+        ),
+        OK,  # one flip, within the ±1 floor: the test fails, the gate warns, the run passes
+        ("malformed read_file: arguments are not valid JSON: NaN is not a JSON number",),
+        TOOLS,
+    ),
+    Hostile(
+        "case-id-too-long",
+        suite("- id: date", "- id: " + "x" * 300),
+        USAGE,
+        ("the case id makes a cassette file name of 330 bytes",),
+        ("cases", "-k", "prose and cold"),
+    ),
+    Hostile(
+        "suite-name-too-long",
+        suite("name: cards", "name: " + "ü" * 130),
+        USAGE,
+        ("the suite name makes a cassette file name of 780 bytes",),
+    ),
+    Hostile(
+        "internal-error",
+        both(
+            ini("cardprobe_headers =\n    X-Auth: T0KEN" + "VALUE"),
+            write(
+                "conftest.py",
+                "import pytest_cardprobe.run.asking as asking\n"
+                "KEPT = asking.answer_of\n\n"
+                "def pytest_configure(config):\n    asking.answer_of = None  # a forced bug\n\n"
+                "def pytest_unconfigure(config):\n    asking.answer_of = KEPT\n",
+            ),
+        ),
+        FAILED,
+        ("cardprobe internal error: TypeError: 'NoneType' object is not callable (please report)",),
+        (*ONE, "--cardprobe-server", "http://alice:S3CRET" + "PW@127.0.0.1:9/?key=K3Y" + "VALUE"),
+        absent=("T0KEN" + "VALUE", "S3CRET" + "PW", "K3Y" + "VALUE", "Traceback"),
+    ),
+    Hostile(
+        "hook-error",
+        write(
+            "conftest.py",
+            "def pytest_cardprobe_adjust_request(request, probe, config):\n"
+            "    raise RuntimeError('boom at http://alice:' + 'S3CRETPW@host/')\n",
+        ),
+        FAILED,
+        ("cardprobe: error in", "in pytest_cardprobe_adjust_request, called while running the"),
+        absent=("S3CRET" + "PW",),
+    ),
+    Hostile(
+        "header-not-ascii",
+        ini("cardprobe_headers =\n    X-Token: café"),
+        USAGE,
+        ("ini key cardprobe_headers the value of X-Token holds a character that is not printable",),
+        absent=("café",),
+    ),
+    Hostile(
+        "header-no-colon",
+        ini("cardprobe_headers =\n    X-Key S3CRET" + "PW"),
+        USAGE,
+        ("ini key cardprobe_headers has a line with no ':' in it",),
+        absent=("S3CRET" + "PW",),
+    ),
+    Hostile(
+        "server-port-typo",
+        ini(),
+        USAGE,
+        ("--cardprobe-server 'localhost:1143a' is not a valid http(s) URL",),
+        (*ONE, "--cardprobe-server", "localhost:1143a"),
+    ),
+    Hostile(
+        "server-one-slash",
+        ini(),
+        USAGE,
+        ("has one slash after http:; write http://",),
+        (*ONE, "--cardprobe-server", "http:/alice:S3CRET" + "PW@localhost:11434"),
+        absent=("S3CRET" + "PW",),
+    ),
+    Hostile(
+        "samples-400-digits",
+        ini(),
+        USAGE,
+        ("--cardprobe-samples wants an integer >= 1, got a number of 401 digits",),
+        (*ONE, "--cardprobe-samples", "1" + "0" * 400),
+    ),
+    Hostile(
+        "flag-two-dashes",
+        ini(),
+        USAGE,
+        ("--cardprobe-samples",),
+        (*ONE, "--cardprobe-samples=--"),
+    ),
+    Hostile(
+        "timeout-more-than-a-day",
+        ini(),
+        USAGE,
+        ("--cardprobe-request-timeout wants a number of seconds > 0 and at most 86400",),
+        (*ONE, "--cardprobe-request-timeout", "1e10"),
+    ),
+    Hostile(
+        "ini-max-file-mb-huge",
+        ini("cardprobe_max_file_mb = 1e308"),
+        USAGE,
+        ("ini key cardprobe_max_file_mb wants a number of MB > 0 and at most 1000000",),
+    ),
+    Hostile(
+        "model-not-utf8",
+        ini(),
+        USAGE,
+        ("holds bytes that are not UTF-8 text",),
+        ("cases", "--model", "caf\udce9"),
+    ),
 ]
+
+
+# --------------------------------------------------------------------------- the README table
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the README's "What happens when…" table and the examples that show it.
+
+    ``input`` is a phrase of the row's first cell; every one of ``quotes`` is in the row as
+    the README writes it, and the output of each of its ``hostile`` examples (run by
+    ``test_hostile_input``) shows at least one of them. ``tests`` are other tests showing the
+    row (``file::function``): live ones, or ones this table's machinery cannot arrange.
+    """
+
+    input: str
+    quotes: tuple[str, ...]
+    hostile: tuple[str, ...] = ()
+    tests: tuple[str, ...] = ()
+
+
+HOSTILE_TWO = "tests/plugin/test_hostile_two.py"
+FINDINGS = "tests/unit/test_fuzz_findings.py"
+HERE = "tests/plugin/test_hostile.py"
+OPTIONS = "tests/plugin/test_option_values.py"
+FAULTS = "tests/live/test_faults_live.py"
+ROWS: tuple[Row, ...] = (
+    Row("a suite `name`, model name or case id with `..`", ("%2E.", "%2Ftmp"),
+        ("suite-name-traversal", "suite-name-absolute", "suite-name-dotdot", "case-id-dotdot")),
+    Row("an empty suite `name`", ("name: expected a non-empty string",), ("suite-name-empty",)),
+    Row("makes a cassette file name longer than the file system allows",
+        ("makes a cassette file name of",), ("case-id-too-long", "suite-name-too-long"),
+        (f"{HOSTILE_TWO}::test_a_case_id_too_long_for_a_file_name_is_refused_at_collection",)),
+    Row("two suites with the same `name`", ("is already used by",), ("two-suites-one-name",)),
+    Row("a prompt path outside the project", ("outside the project",),
+        ("prompt-etc-passwd", "prompt-absolute", "prompt-outside-sibling",
+         "prompt-symlink-outside", "prompt-dev-zero")),
+    Row("a prompt that is a FIFO", ("is a FIFO (named pipe), not a regular file", "is a directory",
+                                    "is a dangling symbolic link", "path contains a NUL character",
+                                    "file is empty"),
+        ("prompt-fifo", "prompt-directory", "prompt-dangling-symlink", "prompt-nul",
+         "prompt-empty")),
+    Row("a file larger than `cardprobe_max_file_mb`", ("is larger than the 10 MB cap",),
+        ("prompt-too-large", "suite-too-large", "cassette-too-large", "baseline-too-large")),
+    Row("with `cardprobe:` at the start of a line that does not load",
+        ("invalid YAML: ", "expected a mapping of suite keys",
+         "cannot read value: could not determine a constructor",
+         "unsupported suite format version"),
+        ("suite-yaml-syntax", "suite-top-level-list", "suite-upper-suffix", "suite-yml-mixed-case",
+         "suite-tab-indent", "suite-python-tag")),
+    Row("a suite or prompt in UTF-16/UTF-32 or Latin-1",
+        ("encoded as UTF-16; save it as UTF-8", "not UTF-8 text"),
+        ("prompt-utf16", "prompt-latin1", "suite-utf16-bom", "suite-utf16-no-bom", "suite-latin1")),
+    Row("a suite that starts with a UTF-8 byte-order mark", (), ("suite-bom-accepted",)),
+    Row("`samples` above 100 or below 1, alias bombs, deep nesting",
+        ("is more than the limit of 100", "expected an integer >= 1", "alias bomb",
+         "nested too deeply"),
+        ("samples-billion", "samples-101", "samples-zero", "suite-alias-bomb",
+         "suite-deep-nesting")),
+    Row("NaN, `.inf`/`Infinity` or a number that overflows a float (`1e999`) anywhere in a suite",
+        ("is not a finite number",),
+        ("tools-json-nan", "tools-json-overflow", "options-nan", "options-inf",
+         "options-nested-neg-inf", "tool-parameter-nan")),
+    Row("a string that is no text (a lone surrogate", ("lone surrogate",),
+        ("tools-json-lone-surrogate", "baseline-lone-surrogate", "cassette-reply-lone-surrogate"),
+        (f"{FINDINGS}::test_a_reply_whose_text_holds_a_lone_surrogate_is_malformed_not_a_crash_"
+         "at_the_end",
+         f"{FINDINGS}::test_a_card_whose_type_is_a_lone_surrogate_is_broken_json")),
+    Row("`args:` naming an argument the tool does not declare", ("did you mean 'path'?",),
+        ("args-typo",)),
+    Row("a tool schema that is not valid JSON Schema", ("does not resolve",),
+        ("tools-json-dangling-ref",)),
+    Row("a tool `name` that is no function name", ("must be letters, digits, _ or - (max 64)",),
+        ("tool-name-traversal",)),
+    Row("a `sequence` of N calls with `max_turns`", ("it could never pass",),
+        ("sequence-longer-than-max-turns",)),
+    Row("`--model \"\"`, `--model ..`", ("--model", "cardprobe_models"),
+        ("model-empty", "model-dotdot", "model-absolute", "model-traversal", "model-control-char",
+         "model-not-utf8", "ini-model-dotdot")),
+    Row("the same model twice", ("a warning",), (),
+        (f"{HERE}::test_a_model_given_twice_runs_once_with_a_warning",)),
+    Row("`--cardprobe-samples 101`", ("--cardprobe-", "cardprobe_"),
+        ("samples-option-101", "timeout-inf", "timeout-nan", "noise-floor-negative",
+         "ini-noise-floor-negative", "ini-max-unscored-negative", "ini-timeout-zero",
+         "ini-timeout-nan", "ini-retries-negative", "ini-max-samples-zero",
+         "ini-max-file-mb-negative", "samples-400-digits", "flag-two-dashes",
+         "timeout-more-than-a-day", "ini-max-file-mb-huge", "ini-api-unknown"),
+        (f"{HERE}::test_more_samples_than_the_limit_need_the_ini_key",)),
+    Row("`cardprobe_cassette_dir` or `cardprobe_baseline` in the ini pointing outside",
+        ("is outside the project",), ("ini-cassette-dir-outside", "ini-baseline-outside")),
+    Row("a cassette that is not a server reply", ("corrupt cassette",),
+        ("cassette-message-string", "cassette-content-number", "cassette-no-message",
+         "cassette-reply-a-list", "cassette-tool-calls-object", "cassette-arguments-number",
+         "cassette-done-string", "cassette-deep-json", "cassette-body-not-json",
+         "cassette-body-nan", "cassette-body-bad-utf8", "cassette-gzip-header",
+         "cassette-vcr-version", "cassette-no-version", "cassette-status-string",
+         "cassette-status-999", "cassette-headers-list", "cassette-interactions-mapping",
+         "cassette-top-level-list", "cassette-not-yaml", "cassette-binary", "cassette-python-tag",
+         "cassette-dangling-symlink", "cassette-directory", "cassette-fifo", "cassette-dev-zero")),
+    Row("a recorded reply with a number no float can hold", ("1e999 overflows a float",),
+        ("cassette-reply-overflow",),
+        (f"{HOSTILE_TWO}::test_a_recorded_number_that_overflows_a_float_is_a_corrupt_cassette",)),
+    Row("a tool call whose arguments no request could carry back",
+        ("malformed read_file: arguments are not valid JSON",), ("tool-arguments-nan",),
+        (f"{FINDINGS}::test_a_tool_loop_refuses_arguments_no_request_can_carry",
+         f"{FINDINGS}::test_arguments_nested_thousands_deep_are_refused_not_a_recursion_error")),
+    Row("a baseline that is binary, not JSON", ("baseline ",),
+        ("baseline-binary", "baseline-not-json", "baseline-format-2", "baseline-arms-list",
+         "baseline-arm-a-list", "baseline-verdicts-string", "baseline-verdict-string",
+         "baseline-passed-string", "baseline-count-word", "baseline-arm-count-word",
+         "baseline-directory", "baseline-fifo", "baseline-dangling-symlink")),
+    Row("a baseline or a `diff` report with `NaN`", ("NaN is not a JSON number",),
+        ("baseline-nan",),
+        (f"{HOSTILE_TWO}::test_a_baseline_number_that_is_not_finite_is_a_usage_error",
+         f"{HOSTILE_TWO}::test_diff_refuses_a_report_with_a_number_that_is_not_finite")),
+    Row("`--cardprobe-server` / `cardprobe_servers` / `$OLLAMA_HOST` that is not",
+        ("--cardprobe-server",), ("server-port-typo", "server-one-slash"),
+        (f"{OPTIONS}::test_a_server_that_is_not_an_http_url_is_a_usage_error",
+         f"{OPTIONS}::test_a_bad_ini_server_names_the_key_and_hides_credentials",
+         f"{OPTIONS}::test_a_bad_ollama_host_is_a_usage_error")),
+    Row("a server URL with a path of its own", ("/api/chat",), (),
+        (f"{FINDINGS}::test_a_recording_through_a_server_url_with_a_path_replays",)),
+    Row("a `cardprobe_headers` line that is not `Name: value`", ("cardprobe_headers",),
+        ("header-not-ascii", "header-no-colon"),
+        (f"{OPTIONS}::test_a_header_that_cannot_be_sent_is_a_usage_error_that_hides_its_value",
+         f"{OPTIONS}::test_an_api_key_that_cannot_be_sent_is_a_usage_error")),
+    Row("a server behind a gateway that wants a header", ("the preflight sends",), (),
+        ("tests/plugin/test_preflight.py::test_the_preflight_sends_the_headers_and_token_of_every_"
+         "request",)),
+    Row("an empty path", ("wants a path, got an empty one",), (),
+        (f"{OPTIONS}::test_an_empty_report_path_is_a_usage_error",
+         f"{OPTIONS}::test_an_empty_ini_path_is_a_usage_error")),
+    Row("naming a directory, a path below a file",
+        ("is a directory", "is a file, not a folder", "is not a folder",
+         "cannot be written in /proc"),
+        ("baseline-option-directory", "baseline-update-below-file", "json-report-directory",
+         "md-report-directory", "json-report-below-file", "md-report-unwritable",
+         "cassette-dir-is-a-file")),
+    Row("a report that still cannot be written at the end",
+        ("ERROR: cannot write the JSON report",),
+        (), (f"{HERE}::test_a_report_that_cannot_be_written_at_the_end_is_one_line_and_the_"
+             "others_are_written",)),
+    Row("`GITHUB_STEP_SUMMARY` pointing at a directory", ("warning:",),
+        ("step-summary-directory",)),
+    Row("a server answering 500/503", ("`infra`",), (),
+        (f"{FAULTS}::test_a_server_fault_is_infra_retried_unrecorded_and_unscored",
+         f"{FAULTS}::test_a_fault_then_a_good_reply_is_retried_and_recorded",
+         "tests/plugin/test_breaker.py::test_breaker_stops_asking_a_failing_server")),
+    Row("a server that drips one byte", ("request deadline",), (),
+        ("tests/unit/test_deadline.py::test_a_reply_that_keeps_dripping_fails_as_infra_at_the_deadline",)),
+    Row("`--live` against a server that refuses connections", ("does not answer",), (),
+        (f"{HERE}::test_a_refused_server_ends_a_live_suite_in_seconds",)),
+    Row("killed with SIGKILL while writing", ("the old file stays whole",), (),
+        (f"{HERE}::test_sigkill_during_update_baseline_leaves_the_old_baseline_then_a_new_one",
+         f"{FAULTS}::test_sigkill_during_a_live_recording_leaves_the_old_cassette_then_a_new_one")),
+    Row("an exception escaping the probe path", ("cardprobe internal error", "cardprobe: error in"),
+        ("internal-error", "hook-error"),
+        (f"{HOSTILE_TWO}::test_a_bug_of_the_plugin_is_reported_as_one_without_frame_arguments",
+         f"{HOSTILE_TWO}::test_an_error_in_the_users_hook_is_theirs_and_carries_no_secret")),
+    Row("credentials in headers, the server URL or the request body", ("never in cassettes",), (),
+        ("tests/live/test_secrets_live.py::test_no_secret_reaches_a_cassette_the_terminal_or_a_"
+         "report",
+         f"{FINDINGS}::test_the_settings_show_no_secret_in_a_traceback",
+         "tests/unit/test_wire_repr.py::test_no_secret_reaches_a_repr_or_a_traceback")),
+    Row("model replies with ANSI escapes", ("\\x1b[2J",), (),
+        (f"{HERE}::test_model_text_with_escape_sequences_is_shown_escaped",)),
+)  # fmt: skip
+ROW_OF = {name: row for row in ROWS for name in row.hostile}
+
+
+def readme_rows() -> list[tuple[str, str]]:
+    """The (input, outcome) cells of every row of the README's "What happens when…" table."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What happens when…", 1)[1].split("\n## ", 1)[0]
+    cells = []
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith(("| input |", "|---")):
+            # A cell ends at " | " (a "|" inside backticks is written "\|" nowhere here).
+            first, _, rest = line[2:].rstrip(" |").partition(" | ")
+            cells.append((first, rest))
+    return cells
 
 
 # --------------------------------------------------------------------------- the run
@@ -957,6 +1308,10 @@ def test_hostile_input(
     assert result.ret == case.exit, out[-3000:]
     for said in case.said:
         assert said in out, f"{said!r} not in output:\n{out[-3000:]}"
+    for secret in case.absent:
+        assert secret not in out, f"{secret!r} in output:\n{out[-3000:]}"
+    row = ROW_OF[case.id]  # the README's row of this input: its outcome, in its words
+    assert not row.quotes or any(q in out for q in row.quotes), (row.input, row.quotes, out[-3000:])
     assert "Traceback" not in out, out[-3000:]
     assert "INTERNALERROR" not in out, out[-3000:]
     assert _recordings(hostile_project) == before, "the user's cassettes or baseline changed"
@@ -964,6 +1319,49 @@ def test_hostile_input(
     assert not Path("/tmp/cardprobe-hostile").exists()
     assert not Path("/tmp/cardprobe-hostile.json").exists()
     assert took < 60, f"took {took:.0f}s"
+
+
+# --------------------------------------------------------------------------- table and examples
+
+BY_ID = {h.id: h for h in HOSTILE}
+
+
+def _defined(reference: str) -> bool:
+    """Whether ``file::function`` names a test function defined at the top of that file."""
+    import ast
+
+    path, _, name = reference.partition("::")
+    file = ROOT / path
+    if not file.is_file():
+        return False
+    tree = ast.parse(file.read_text(encoding="utf-8"))
+    return any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body)
+
+
+@pytest.mark.parametrize(("first", "outcome"), readme_rows(), ids=lambda cell: cell[:48])
+def test_every_row_of_the_readme_table_has_examples_that_show_it(first: str, outcome: str) -> None:
+    found = [row for row in ROWS if row.input in first]
+    assert len(found) == 1, f"README row {first!r} matches {len(found)} entries of ROWS"
+    row = found[0]
+    for quote in row.quotes:
+        assert quote in first + outcome, f"{quote!r} is not in the README row {first!r}"
+    assert row.hostile or row.tests, f"README row {first!r} has no example"
+    for name in row.hostile:
+        assert name in BY_ID, f"{name!r} (README row {first!r}) is no entry of HOSTILE"
+    for reference in row.tests:
+        assert _defined(reference), f"{reference} (README row {first!r}) does not exist"
+    exits = {BY_ID[name].exit for name in row.hostile}
+    if exits:
+        # The row says "usage error" exactly when one of its examples is one.
+        assert (USAGE in exits) == ("usage error" in outcome), (first, exits)
+
+
+def test_every_example_and_every_entry_belongs_to_a_readme_row() -> None:
+    cells = [first for first, _ in readme_rows()]
+    assert sorted(BY_ID) == sorted(ROW_OF), set(BY_ID) ^ set(ROW_OF)
+    assert len(BY_ID) == len(HOSTILE), "two entries of HOSTILE share an id"
+    for row in ROWS:
+        assert any(row.input in first for first in cells), f"no README row for {row.input!r}"
 
 
 # --------------------------------------------------------------------------- beyond the table

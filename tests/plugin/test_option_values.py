@@ -95,7 +95,8 @@ def test_any_server_text_is_a_usable_url_or_a_value_error(text: str) -> None:
     [
         ("X-Token: café", "", "the value of X-Token holds a character that is not printable ASCII"),
         ("X-Token: ${INJECT}", "a\r\nX-Evil: 1", "the value of X-Token holds a line break"),
-        ("X Token: 1", "", "'X Token' is not 'Header-Name: value'"),
+        ("X Token: 1", "", "has a line whose name (before ':') is not a header name"),
+        ("X-Key S3CRET:1", "", "has a line whose name (before ':') is not a header name"),
     ],
 )
 def test_a_header_that_cannot_be_sent_is_a_usage_error_that_hides_its_value(
@@ -107,7 +108,7 @@ def test_a_header_that_cannot_be_sent_is_a_usage_error_that_hides_its_value(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert f"ini key cardprobe_headers {said}" in err, err
-    for secret in ("café", "X-Evil"):
+    for secret in ("café", "X-Evil", "S3CRET"):
         assert secret not in err
     assert "does not answer" not in err  # refused before the preflight
 

@@ -150,10 +150,11 @@ SPECS: tuple[Spec, ...] = (
     Spec("cassette_dir", "where cassettes live", flag="--cardprobe-cassette-dir",
          old="--cassette-dir", ini="cardprobe_cassette_dir", read=values.path_text,
          metavar="DIR", path=True),
-    Spec("timeout", "deadline of one request in seconds: connecting (at most 10 s), sending "
-         "and the whole reply or stream, however slowly its bytes arrive; each retry gets its own",
+    Spec("timeout", "deadline of one request in seconds (at most a day): connecting (at most "
+         "10 s), sending and the whole reply or stream, however slowly its bytes arrive; each "
+         "retry gets its own",
          flag="--cardprobe-request-timeout", old="--request-timeout", ini="cardprobe_timeout",
-         read=values.positive_float, metavar="SECONDS"),
+         read=values.seconds, metavar="SECONDS"),
     Spec("retries", "retries of an infra failure (with backoff)", ini="cardprobe_retries",
          read=values.non_negative_int),
     _int("num_ctx", help="`options.num_ctx` of every request", ini="cardprobe_num_ctx"),
@@ -187,8 +188,9 @@ SPECS: tuple[Spec, ...] = (
          "inconclusive", ini="cardprobe_max_unscored", read=values.share),
     _int("max_samples", help="upper bound of samples (suite key, `samples(n)` marker, "
          "`--cardprobe-samples`)", ini="cardprobe_max_samples"),
-    Spec("max_file_mb", "size cap in MB of every file the plugin reads (suites, prompts, "
-         "cassettes, baseline)", ini="cardprobe_max_file_mb", read=values.positive_float),
+    Spec("max_file_mb", "size cap in MB (at most 1000000) of every file the plugin reads "
+         "(suites, prompts, cassettes, baseline)", ini="cardprobe_max_file_mb",
+         read=values.megabytes),
     Spec("redact_fields", "request-body keys (any depth) recorded as `[redacted]`, added to "
          "the built-in ones", ini="cardprobe_redact_fields", kind="list",
          shown="`" + "`, `".join(_SETTINGS.redact_fields) + "`"),

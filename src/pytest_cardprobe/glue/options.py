@@ -181,6 +181,11 @@ def _find(config: pytest.Config, spec: Spec) -> _Found:
     for dest, flag in ((spec.dest, spec.flag), (spec.old_dest, spec.old)):
         value = getattr(config.option, dest, None)
         if flag and value is not None:
+            # argparse (before Python 3.12) drops a value of "--" (``--flag=--``) and hands
+            # over an empty list, its reader never called.
+            items = value if spec.kind == "list" else [value]
+            if spec.kind in ("value", "list") and any(isinstance(v, list) for v in items):
+                raise pytest.UsageError(f"{flag} needs a value; '--' is not one")
             given.append((value, flag))
     if spec.kind == "list" and given:
         return _Found([v for value, _ in given for v in value], given[-1][1])

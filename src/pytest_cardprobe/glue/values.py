@@ -26,9 +26,14 @@ def _bounded(convert: type[int] | type[float], wants: str, ok: Callable[[float],
     def read(text: str) -> float:
         try:
             value = convert(text.strip())
+            # An integer too large for a float (400 digits) is no count or time either.
+            finite = math.isfinite(value)
         except ValueError:
             raise ValueError(f"wants {wants}, got {text!r}") from None
-        if not math.isfinite(value) or not ok(value):
+        except OverflowError:
+            digits = len(text.strip().lstrip("+-"))
+            raise ValueError(f"wants {wants}, got a number of {digits} digits") from None
+        if not finite or not ok(value):
             raise ValueError(f"wants {wants}, got {value:g}")
         return value
 
@@ -41,6 +46,10 @@ non_negative_int = _bounded(int, "an integer >= 0", lambda v: v >= 0)
 positive_float = _bounded(float, "a number > 0", lambda v: v > 0)
 share = _bounded(float, "a number from 0 to 1", lambda v: 0 <= v <= 1)
 level = _bounded(float, "a number between 0 and 1", lambda v: 0 < v < 1)
+#: A request deadline: a socket takes no timeout beyond about 9e9 s, and a day is plenty.
+seconds = _bounded(float, "a number of seconds > 0 and at most 86400", lambda v: 0 < v <= 86400)
+#: A file size cap: it becomes a byte count, which a float of 1e308 MB overflows.
+megabytes = _bounded(float, "a number of MB > 0 and at most 1000000", lambda v: 0 < v <= 1e6)
 
 
 def one_of(choices: tuple[str, ...]) -> Reader:
@@ -97,22 +106,40 @@ def normalise_server(url: str) -> str:
 _HOST = re.compile(r"[^\W][\w.-]*", re.UNICODE)
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/*")
+
+
 def _without_secrets(url: str) -> str:
-    """``url`` as it may be shown in an error: no ``user:password@``, no query."""
-    return re.sub(r"//[^/?#@]*@", "//", url).split("?", 1)[0]
+    """``url`` as it may be shown in an error: no query, and nothing before its last ``@``
+    but the scheme (a password may hold a ``/``, or follow a mistyped ``http:/``)."""
+    url = url.split("?", 1)[0].split("#", 1)[0]
+    head, at, tail = url.rpartition("@")
+    if not at:
+        return url
+    scheme = _SCHEME.match(head)
+    return (scheme.group() if scheme else "") + tail
 
 
 def server_url(value: str) -> str:
     """An absolute http(s) base URL with a valid host and port, normalised."""
     url = normalise_server(value)
     shown = repr(_without_secrets(value.strip()))
+    typo = re.match(r"(https?):/(?!/)", value.strip(), re.IGNORECASE)
+    if typo:
+        # It would read as the host "http" with an empty port and the rest as a path.
+        raise ValueError(f"{shown} has one slash after {typo.group(1)}:; write {typo.group(1)}://")
     try:
         parts = urllib.parse.urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"{shown} is not a valid http(s) URL ({exc})") from None
+        # Not the text it quotes: a "port" may be the end of a password holding a "/".
+        why = str(exc).split(" as ", 1)[0]
+        raise ValueError(f"{shown} is not a valid http(s) URL ({why})") from None
     if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
         raise ValueError(f"{shown} holds whitespace or control characters")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in url):
+        # Command-line bytes that are not UTF-8 arrive as surrogate escapes; no URL holds one.
+        raise ValueError(f"{shown} holds bytes that are not UTF-8 text")
     if parts.scheme not in ("http", "https"):
         raise ValueError(f"{shown} is not an http:// or https:// URL")
     host = parts.hostname or ""
@@ -127,6 +154,9 @@ def server_url(value: str) -> str:
         raise ValueError(f"{shown} has an invalid host {host!r}")
     if port == 0:
         raise ValueError(f"{shown} has port 0")
+    if parts.netloc.endswith(":"):
+        # ``http://host:/``: a colon and no port (the typo above gave one too).
+        raise ValueError(f"{shown} has an empty port")
     return url
 
 
@@ -154,6 +184,13 @@ def header_line(line: str) -> tuple[str, str]:
     """``Name: value`` with ``$VAR`` expanded in the value, checked by :func:`header_value`."""
     name, colon, raw = line.partition(":")
     name = name.strip()
-    if not colon or not _HEADER_NAME.fullmatch(name):
-        raise ValueError(f"{name!r} is not 'Header-Name: value'")
+    if not colon:
+        # Then the whole line may be the value ("X-Token abc123"): it is not shown.
+        raise ValueError("has a line with no ':' in it; each line is 'Header-Name: value'")
+    if not _HEADER_NAME.fullmatch(name):
+        # Not quoted either: a value typed without its colon ("X-Key abc:def") is in it.
+        raise ValueError(
+            "has a line whose name (before ':') is not a header name (letters, digits and "
+            "!#$%&'*+.^_`|~- only); each line is 'Header-Name: value'"
+        )
     return name, header_value(name, os.path.expandvars(raw.strip()))

@@ -1,7 +1,8 @@
 """Read one parsed JSON value as a call to a declared tool, or refuse it.
 
 Part of tool-call recovery (``judge/recovery.py``, docs/design.md §6): the strict JSON decoder
-recovery parses spans with (no ``NaN``, no duplicate keys, nothing repaired) and the call
+recovery parses spans with (no ``NaN``, no overflowing float, no duplicate keys, nothing
+repaired; no lone surrogate in the arguments) and the call
 shapes it accepts. A value that names a declared tool in any other shape is refused.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
+
+from pytest_cardprobe.jsonread import finite_float, lone_surrogate
 
 __all__ = ["DECODER", "RecoveredCall", "Refused", "json_error", "read_call"]
 
@@ -43,7 +46,11 @@ def _no_constants(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
-DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+# A float that overflows (``1e999``) is no JSON number either: recovered arguments go back
+# to the server in a tool loop's next request, which cannot carry an infinity.
+DECODER = json.JSONDecoder(
+    object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants, parse_float=finite_float
+)
 
 
 def json_error(exc: BaseException, start: int) -> str:
@@ -115,4 +122,7 @@ def read_call(obj: object, names: frozenset[str]) -> RecoveredCall | None:
             raise Refused(name, f"arguments string is not valid JSON: {why}") from None
     if not isinstance(arguments, dict):
         raise Refused(name, f"arguments must be a JSON object, not {_json_type(arguments)}")
+    bad = lone_surrogate(arguments)
+    if bad:
+        raise Refused(name, f"arguments hold a lone surrogate ({bad}), which is not text")
     return RecoveredCall(name, arguments)

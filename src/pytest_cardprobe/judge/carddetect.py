@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_cardprobe.jsonread import lone_surrogate
+
 __all__ = ["CardDetection", "card_problem", "detect_card", "is_text_call", "type_name"]
 
 # Wrappers small models put around a call written as text (docs/design.md §6).
@@ -99,6 +101,10 @@ def _loads(text: str) -> tuple[bool, Any, tuple[str, ...], str | None]:
         return False, None, (), exc.msg + f": line {exc.lineno} column {exc.colno}"
     except (ValueError, RecursionError) as exc:  # digit-limit ints, absurd nesting
         return False, None, (), str(exc) or type(exc).__name__
+    bad = lone_surrogate(value, text)
+    if bad:
+        # Valid JSON syntax, but no text: no renderer, report or terminal can carry it.
+        return False, None, (), f"lone surrogate {bad} in a string"
     return True, value, tuple(dupes), None
 
 

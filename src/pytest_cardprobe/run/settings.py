@@ -9,7 +9,7 @@ cap in ``files``, the sample limit in the suite loader, the rest here; the optio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.suite.context import MAX_SAMPLES
 from pytest_cardprobe.wire.client import ClientSettings
+from pytest_cardprobe.wire.redact import REDACTED, redact_headers, redact_url
 
 #: Ollama's port, for a server given as a bare host (``OLLAMA_HOST=myhost``).
 DEFAULT_PORT = 11434
@@ -27,9 +28,13 @@ DEFAULT_REDACT_FIELDS = ("api_key", "apikey", "access_token", "token", "password
 _WIRE = ClientSettings(base_url=DEFAULT_SERVER)
 
 
-@dataclass
+@dataclass(repr=False)
 class Settings:
-    """Everything a run was configured with (options win over ini keys, ini over defaults)."""
+    """Everything a run was configured with (options win over ini keys, ini over defaults).
+
+    Its ``repr`` (a traceback's frame argument, a debugger) carries no credential: server
+    URLs go through ``redact_url``, the API key and header values are redacted.
+    """
 
     models: list[str]
     #: Built-in suites added to the run (names from ``--cardprobe-suite`` / ``cardprobe_suites``).
@@ -73,6 +78,13 @@ class Settings:
     breaker: int = 5
     #: Settings given on the command line (a flag or its old spelling), by field name.
     command_line: frozenset[str] = frozenset()
+
+    def __repr__(self) -> str:
+        shown: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["servers"] = [redact_url(url) for url in self.servers]
+        shown["api_key"] = REDACTED if self.api_key else None
+        shown["headers"] = redact_headers(self.headers)
+        return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
     def live(self) -> bool:

@@ -4,7 +4,8 @@ A suite is composed to a PyYAML node tree (not ``safe_load``) so that every valu
 line and duplicate mapping keys, which PyYAML would silently resolve to the last one, can be
 reported. A JSON tools file is parsed by :mod:`json` and then walked once more to find the
 line of each key and item. Both readings refuse what a JSON request body cannot carry: NaN,
-±Infinity, numbers too large for a float, dates and binary; each refusal names key and line.
+±Infinity, numbers too large for a float, dates, binary and lone surrogates (``"\\ud800"``);
+each refusal names key and line.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ BOMS = (
 _NOT_FINITE = (
     "is not a finite number (NaN, infinity, or too large for a float); a JSON request "
     "cannot carry it"
+)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_TEXT = (
+    "holds a lone surrogate (an escape such as \\ud800 without its pair), which is not "
+    "text; a request cannot carry it"
 )
 
 
@@ -163,6 +169,8 @@ class _Converter:
             self._fail(key, node, f"cannot read value {node.value!r}: {exc}")
         if isinstance(value, float) and not math.isfinite(value):
             self._fail(key, node, f"{node.value} {_NOT_FINITE}")
+        if isinstance(value, str) and _SURROGATE.search(value):
+            self._fail(key, node, _NOT_TEXT)
         if value is not None and not isinstance(value, str | bool | int | float):
             # Dates and binary: YAML has them, a JSON request body and a matcher do not.
             self._fail(key, node, f"value cannot be sent as JSON: {describe(value)}; quote it")
@@ -256,6 +264,10 @@ class _JsonLines:
                 start = pos
                 name, pos = scanstring(text, pos + 1)
                 entry = (*key, name)
+                if _SURROGATE.search(name):
+                    raise SuiteError(
+                        self.path, f"a key {_NOT_TEXT}", json_path(key), self._line(start)
+                    )
                 if entry in self.lines:
                     raise SuiteError(
                         self.path,
@@ -284,7 +296,10 @@ class _JsonLines:
                 pos = self._space(pos + 1)
                 index += 1
         if char == '"':
-            return scanstring(text, pos + 1)[1]
+            value, end = scanstring(text, pos + 1)
+            if _SURROGATE.search(value):
+                raise SuiteError(self.path, _NOT_TEXT, json_path(key), self._line(pos))
+            return end
         for constant in _CONSTANTS:
             if text.startswith(constant, pos):
                 self._not_finite(key, constant, pos)

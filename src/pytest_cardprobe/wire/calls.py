@@ -3,9 +3,9 @@ JSON string (sometimes a string holding another JSON string)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.types import ToolCall
 
 
@@ -16,14 +16,16 @@ def decode_arguments(value: Any, object_expected: bool) -> tuple[dict[str, Any],
     if isinstance(value, dict):
         return value, None, False
     if isinstance(value, str):
+        # Strictly (no NaN, no overflow, bounded nesting, no lone surrogate): what is decoded
+        # here goes back to the server in a tool loop's next request and into the reports.
         try:
-            decoded = json.loads(value)
+            decoded = load_json(value)
         except ValueError as exc:
             return {}, f"arguments are not valid JSON: {exc}", False
         as_string = object_expected
         if isinstance(decoded, str):
             try:
-                decoded = json.loads(decoded)
+                decoded = load_json(decoded)
             except ValueError:
                 return {}, "arguments decode to str, not an object", False
             as_string = True

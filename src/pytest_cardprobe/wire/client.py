@@ -205,7 +205,15 @@ class ChatClient:
         response = self.send("POST", path, body)
         if response.status_code >= 400:
             raise classify_http_error(response, request.model)
-        text = response.content.decode("utf-8", "replace")
+        try:
+            text = response.content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # Both APIs send UTF-8 (JSON, NDJSON, SSE); a recording of other bytes would not
+            # replay (the cassette reader refuses them), so this is the server's fault here.
+            raise InfraError(
+                f"malformed reply: not UTF-8 ({exc.reason} at byte {exc.start}): "
+                f"{response.content[:120]!r}"
+            ) from None
         problem, parsed = check_reply(self.settings.api, self.settings.stream, text)
         if problem:
             # Not model behaviour: a server (or proxy) that sent something else than a reply.

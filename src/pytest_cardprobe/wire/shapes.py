@@ -15,6 +15,12 @@ from pytest_cardprobe.jsonread import load_json
 CHAT_PATHS = {"/api/chat": "ollama", "/v1/chat/completions": "openai"}
 
 
+def chat_api(path: str) -> str | None:
+    """The API of a chat request's URL path, behind any base path of the server's own
+    (``/ollama/api/chat`` on a gateway is Ollama's ``/api/chat``); None for other requests."""
+    return next((api for chat, api in CHAT_PATHS.items() if path.endswith(chat)), None)
+
+
 def _type(value: Any) -> str:
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
     if value is None:

@@ -22,6 +22,16 @@ from pytest_cardprobe.wire.errors import StaleCassette
 from pytest_cardprobe.wire.redact import redact_fields
 
 
+def same_path(recorded_uri: Any, path: str) -> bool:
+    """Whether a recorded request went to ``path`` (``/api/chat``) of its server.
+
+    The recorded URI holds the server's base URL, whose own path (``https://gw/ollama``, a
+    gateway's prefix) is part of where the server is, not of the request: replay asks the
+    API path alone.
+    """
+    return urllib.parse.urlsplit(str(recorded_uri or "")).path.endswith(path)
+
+
 def first_difference(a: Any, b: Any, where: str = "body") -> str:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b)):
@@ -71,7 +81,7 @@ class CassettePlayer:
         recorded = self.interactions[index]["request"]
         if str(recorded.get("method", "")).upper() != method:
             return False
-        if urllib.parse.urlsplit(str(recorded.get("uri", ""))).path != path:
+        if not same_path(recorded.get("uri"), path):
             return False
         raw = recorded.get("body")
         if raw == content:
@@ -138,7 +148,7 @@ class CassettePlayer:
                 str(recorded.get("method", "")).upper(),
                 urllib.parse.urlsplit(str(recorded.get("uri", ""))).path,
             )
-            if want != (method, path):
+            if want[0] != method or not same_path(recorded.get("uri"), path):
                 why += f" (recorded {want[0]} {want[1]}, asked {method} {path})"
             else:
                 diff = first_difference(

@@ -21,7 +21,7 @@ from pytest_cardprobe.jsonread import MAX_JSON_DEPTH, too_deep
 from pytest_cardprobe.wire.body import parsed_body
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, VCR_VERSION
 from pytest_cardprobe.wire.errors import CassetteProblem, CorruptCassette, NotRecorded
-from pytest_cardprobe.wire.shapes import CHAT_PATHS, check_reply
+from pytest_cardprobe.wire.shapes import chat_api, check_reply
 
 
 def _load(text: str) -> Any:
@@ -126,7 +126,7 @@ def _interaction_problem(
         return problem, None
     request, response = interaction["request"], interaction["response"]
     code, raw = response["status"]["code"], response["body"]["string"]
-    api = CHAT_PATHS.get(urllib.parse.urlsplit(request["uri"]).path)
+    api = chat_api(urllib.parse.urlsplit(request["uri"]).path)
     if api is None or not 200 <= code < 300:
         return None, None
     if isinstance(raw, bytes):
@@ -171,6 +171,11 @@ def _shape_problem(interaction: Any) -> str | None:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             return f"response body is not UTF-8 ({exc.reason} at byte {exc.start})"
+    elif not raw.isascii():
+        try:
+            raw.encode("utf-8")  # text a YAML or JSON escape made: a lone surrogate is none
+        except UnicodeEncodeError as exc:
+            return f"response body is not text (a lone surrogate at character {exc.start})"
     code = status["code"]
     if not 100 <= code <= 599:
         return f"response status {code} is not an HTTP status"
