@@ -251,8 +251,15 @@ def test_builtin_suite_records_live_then_replays_with_the_same_verdicts(
     ]
     with live_lock():
         # A first recording writes the baseline too, so the replay is judged against it.
+        # 17 requests of up to 512 tokens (the built-in suite's limit): 10 minutes was too
+        # short on a shared 2-core machine (seen on 2026-12-01: 600 s timeout at load 5).
         live = venv.run(
-            empty, *command, "--live", "--update-baseline", "--cardprobe-json=live.json"
+            empty,
+            *command,
+            "--live",
+            "--update-baseline",
+            "--cardprobe-json=live.json",
+            timeout=1800,
         )
     assert live.returncode == 0, shown(live)
     replay = venv.run(empty, *command, "--cardprobe-json=replay.json")
