@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -11,14 +13,18 @@ import httpx
 import pytest
 
 # =============================================================================================
-# Real model servers (issue 2; docs/design.md §8)
+# Real model servers (issue 2, issue 25; docs/design.md §8)
 #
-# `real_ollama` and `real_llama_server` are session-scoped and return a RealServer(base_url,
-# model). They read CARDPROBE_OLLAMA_URL / CARDPROBE_OLLAMA_MODEL and CARDPROBE_LLAMA_SERVER_URL
-# / CARDPROBE_LLAMA_SERVER_MODEL from the environment, else from the env file written by
-# `scripts/real-servers start` (${XDG_CACHE_HOME:-~/.cache}/cardprobe-servers/run/servers.env,
-# or the path in CARDPROBE_SERVERS_ENV). A missing or silent server skips the test; with
-# CARDPROBE_REQUIRE_LIVE=1 it fails instead. Tests that use them are marked `live`.
+# `real_ollama`, `real_llama_server` and `each_ollama` are session-scoped and return a
+# RealServer(base_url, model, version). They read CARDPROBE_OLLAMA_URL / CARDPROBE_OLLAMA_MODEL,
+# CARDPROBE_LLAMA_SERVER_URL / CARDPROBE_LLAMA_SERVER_MODEL and CARDPROBE_OLLAMA_<X_Y_Z>_URL from
+# the environment, else from the env file written by `scripts/real-servers start`
+# (${XDG_CACHE_HOME:-~/.cache}/cardprobe-servers/run/servers.env, or the path in
+# CARDPROBE_SERVERS_ENV). `real_ollama` is today's Ollama (the newest release the script
+# starts); `each_ollama` is parametrized over the releases the script builds (ids
+# `ollama-0.11.4`, `ollama-0.33.0`), for the tests that cover the wire. A missing or silent
+# server skips the test; with CARDPROBE_REQUIRE_LIVE=1 it fails instead, and so does any
+# other skip of a `live` test (pytest_runtest_makereport below).
 # =============================================================================================
 
 PROBE_TIMEOUT_S = 3.0
@@ -30,6 +36,7 @@ class RealServer:
 
     base_url: str
     model: str
+    version: str = ""  # what the server says it is (/api/version), "" when not asked
 
 
 # Read once at import: pytester points HOME at a temporary folder while its tests run, and a
@@ -73,7 +80,8 @@ def _real_server(
 ) -> RealServer:
     """Read url/model (environment first, then the env file) and check the server answers.
 
-    `probes` are (method, path, send_model) requests that must all answer 200.
+    `probes` are (method, path, send_model) requests that must all answer 200; the version is
+    taken from a probe of /api/version.
     """
     how_to = (
         f"no real {what}: run `scripts/real-servers install && scripts/real-servers start`, "
@@ -86,12 +94,14 @@ def _real_server(
         env_file = servers_env_path()
         source = str(env_file)
         values = _read_env_file(env_file)
-        url, model = values.get(url_var, ""), values.get(model_var, "")
+        url = values.get(url_var, "")
+        model = os.environ.get(model_var) or values.get(model_var, "")
     if not url:
         _unavailable(how_to, f"{url_var} is neither in the environment nor in {source}")
     if not model:
         _unavailable(how_to, f"{url_var} is set in {source} but {model_var} is not")
     url = url.rstrip("/")
+    version = ""
     with httpx.Client(base_url=url, timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
         for method, path, send_model in probes:
             body = {"model": model} if send_model else None
@@ -100,22 +110,56 @@ def _real_server(
                 response = client.request(method, path, json=body)
                 if response.status_code != 200:
                     why = f"{method} {url}{path} -> {response.status_code} {response.text[:200]}"
-            except httpx.HTTPError as exc:
+                elif path == "/api/version":
+                    version = str(response.json().get("version", ""))
+            except (httpx.HTTPError, ValueError, AttributeError) as exc:
                 why = f"{method} {url}{path}: {type(exc).__name__}: {exc}"
             if why:  # outside the except block: no chained traceback in the report
                 _unavailable(how_to, why)
-    return RealServer(base_url=url, model=model)
+    return RealServer(base_url=url, model=model, version=version)
+
+
+OLLAMA_PROBES = [("GET", "/api/version", False), ("POST", "/api/show", True)]
+
+
+def _script_ollama_releases() -> tuple[str, ...]:
+    """The releases scripts/real-servers builds (OLLAMA_PINNED, OLLAMA_LATEST), as `0.33.0`."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "real-servers"
+    text = script.read_text()
+    found = [
+        re.search(rf'^{name} = "v?([0-9.]+)"', text, re.MULTILINE)
+        for name in ("OLLAMA_PINNED", "OLLAMA_LATEST")
+    ]
+    if not all(found):
+        raise RuntimeError(f"{script}: OLLAMA_PINNED / OLLAMA_LATEST not found")
+    return tuple(m[1] for m in found if m)
+
+
+OLLAMA_RELEASES = _script_ollama_releases()
 
 
 @pytest.fixture(scope="session")
 def real_ollama() -> RealServer:
-    """A real Ollama that answers /api/version and knows the model (/api/show)."""
-    return _real_server(
-        "Ollama",
-        "CARDPROBE_OLLAMA_URL",
-        "CARDPROBE_OLLAMA_MODEL",
-        [("GET", "/api/version", False), ("POST", "/api/show", True)],
-    )
+    """Today's Ollama (the newest release `start` runs): answers /api/version, knows the model."""
+    return _real_server("Ollama", "CARDPROBE_OLLAMA_URL", "CARDPROBE_OLLAMA_MODEL", OLLAMA_PROBES)
+
+
+@pytest.fixture(scope="session", params=OLLAMA_RELEASES, ids=lambda v: f"ollama-{v}")
+def each_ollama(request: pytest.FixtureRequest) -> RealServer:
+    """Each Ollama release scripts/real-servers builds, serving the same model.
+
+    URL from CARDPROBE_OLLAMA_<X_Y_Z>_URL (environment, then env file); the server must say
+    it is that release on /api/version.
+    """
+    release = str(request.param)
+    url_var = f"CARDPROBE_OLLAMA_{release.replace('.', '_')}_URL"
+    server = _real_server(f"Ollama {release}", url_var, "CARDPROBE_OLLAMA_MODEL", OLLAMA_PROBES)
+    if server.version != release:
+        _unavailable(
+            f"{url_var} must point at Ollama {release}",
+            f"{server.base_url}/api/version says {server.version!r}",
+        )
+    return server
 
 
 @pytest.fixture(scope="session")
@@ -131,13 +175,35 @@ def real_llama_server() -> RealServer:
 
 @pytest.fixture(scope="session")
 def real_ollama_2(real_ollama: RealServer) -> RealServer:
-    """A second real Ollama (`scripts/real-servers start --ollama 2`) serving the same model."""
-    return _real_server(
+    """A second Ollama of today's release (`scripts/real-servers start --ollama 2`)."""
+    second = _real_server(
         "second Ollama (scripts/real-servers start --ollama 2)",
         "CARDPROBE_OLLAMA_URL_2",
         "CARDPROBE_OLLAMA_MODEL",
-        [("GET", "/api/version", False), ("POST", "/api/show", True)],
+        OLLAMA_PROBES,
     )
+    if second.version != real_ollama.version:
+        _unavailable(
+            "CARDPROBE_OLLAMA_URL_2 must be the same Ollama release as CARDPROBE_OLLAMA_URL",
+            f"{second.version!r} != {real_ollama.version!r}",
+        )
+    return second
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CARDPROBE_REQUIRE_LIVE=1 a `live` test that skips, for whatever reason, fails."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if (
+        report.skipped
+        and os.environ.get("CARDPROBE_REQUIRE_LIVE") == "1"
+        and item.get_closest_marker("live") is not None
+        and not hasattr(report, "wasxfail")
+    ):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"live test skipped under CARDPROBE_REQUIRE_LIVE=1: {reason}"
 
 
 # ============================ end of real-server fixtures ====================================

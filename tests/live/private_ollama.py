@@ -1,8 +1,9 @@
 """A private real Ollama for live tests that must stop a server or read its request log.
 
-It runs the same Ollama binary as scripts/real-servers, on its own free loopback port with
-its own model store, and gets SmolLM2 through `scripts/real-servers create-model`. The
-shared servers are never stopped; only this one is, by the pid it was started with.
+It runs today's Ollama as scripts/real-servers builds it (the newest cached release, with
+its llama-server helper), on its own free loopback port with its own model store, and gets
+SmolLM2 through `scripts/real-servers create-model`. The shared servers are never stopped;
+only this one is, by the pid it was started with.
 """
 
 from __future__ import annotations
@@ -47,9 +48,15 @@ class PrivateOllama:
             self.process.wait(timeout=30)
 
 
+def _release(path: Path) -> tuple[int, ...]:
+    """`.../ollama-v0.33.0/bin/ollama` -> (0, 33, 0)."""
+    name = path.parents[1].name.removeprefix("ollama-v")
+    return tuple(int(part) for part in name.split(".")) if name.count(".") == 2 else ()
+
+
 def _binary() -> str | None:
-    built = _CACHE / "cardprobe-servers" / "ollama-v0.11.4" / "bin" / "ollama"
-    return str(built) if built.exists() else shutil.which("ollama")
+    built = [p for p in (_CACHE / "cardprobe-servers").glob("ollama-v*/bin/ollama") if _release(p)]
+    return str(max(built, key=_release)) if built else shutil.which("ollama")
 
 
 def _free_port() -> int:
@@ -74,6 +81,8 @@ def private_ollama(tmp: Path) -> Iterator[PrivateOllama]:
         "OLLAMA_NUM_PARALLEL": "1",
         "OLLAMA_MAX_LOADED_MODELS": "1",
         "OLLAMA_KEEP_ALIVE": "-1",
+        "OLLAMA_NO_CLOUD": "1",  # as scripts/real-servers starts it: nothing leaves loopback
+        "LLAMA_ARG_REPACK": "false",  # the helper llama-server, as scripts/real-servers runs it
     }
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -94,7 +103,7 @@ def private_ollama(tmp: Path) -> Iterator[PrivateOllama]:
             time.sleep(0.25)
         created = subprocess.run(
             [sys.executable, str(ROOT / "scripts" / "real-servers"), "create-model",
-             "--ollama-url", url, "--model", MODEL],
+             "--ollama-url", url, "--model", MODEL, "--no-variants"],
             capture_output=True, text=True, timeout=300, env=_ENV,
         )  # fmt: skip
         assert created.returncode == 0, created.stderr

@@ -112,7 +112,8 @@ def test_record_modes_ask_only_what_is_missing_or_stale(
         assert len(data["interactions"]) == 1
 
 
-def test_thinking_off_and_on(pytester: pytest.Pytester, real_ollama: Any) -> None:
+def test_thinking_off_and_on(pytester: pytest.Pytester, each_ollama: Any) -> None:
+    real_ollama = each_ollama  # on each release: the think field is part of the wire
     make_project(pytester, real_ollama.base_url, real_ollama.model)
     slice_ = ("-k", "date and prose and cold", *ONE)
     off, off_report = run(pytester, "--live", *slice_)

@@ -90,9 +90,9 @@ def measured(arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_slice_records_then_replays_offline_with_same_verdicts(
-    pytester: pytest.Pytester, real_ollama: Any
+    pytester: pytest.Pytester, each_ollama: Any
 ) -> None:
-    make_project(pytester, real_ollama.base_url, real_ollama.model)
+    make_project(pytester, each_ollama.base_url, each_ollama.model)
     # Recorded as the baseline: a first run with no baseline shows the model's failures as
     # FAILED, and only --update-baseline forgives them (it records them).
     live, live_report = run(pytester, "--live", *SLICE, "--update-baseline")
@@ -113,9 +113,9 @@ def test_slice_records_then_replays_offline_with_same_verdicts(
 
 
 def test_streamed_and_plain_runs_give_the_same_verdicts(
-    pytester: pytest.Pytester, real_ollama: Any
+    pytester: pytest.Pytester, each_ollama: Any
 ) -> None:
-    make_project(pytester, real_ollama.base_url, real_ollama.model)
+    make_project(pytester, each_ollama.base_url, each_ollama.model)
     _, plain = run(pytester, "--live", *SLICE, "--samples", "1", "--cassette-dir", "plain")
     _, streamed = run(pytester, "--live", "--stream", *SLICE, "--samples", "1")
     check_counts(streamed, tests=8, samples=1)
@@ -128,9 +128,9 @@ def test_streamed_and_plain_runs_give_the_same_verdicts(
 
 
 def test_unknown_model_is_one_usage_error_before_any_test(
-    pytester: pytest.Pytester, real_ollama: Any
+    pytester: pytest.Pytester, each_ollama: Any
 ) -> None:
-    make_project(pytester, real_ollama.base_url, "no-such-model:0b")
+    make_project(pytester, each_ollama.base_url, "no-such-model:0b")
     started = time.monotonic()
     result, report = run(pytester, "--live", "-k", "date or time or toggle", "--channel", "prose")
     elapsed = time.monotonic() - started

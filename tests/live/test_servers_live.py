@@ -16,16 +16,20 @@ from typing import Any, Protocol
 
 import httpx
 import pytest
+import recipes
 
 
 class RealServer(Protocol):
-    """What the `real_ollama` / `real_llama_server` fixtures (tests/conftest.py) return."""
+    """What the `each_ollama` / `real_llama_server` fixtures (tests/conftest.py) return."""
 
     @property
     def base_url(self) -> str: ...
 
     @property
     def model(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
 
 
 pytestmark = pytest.mark.live
@@ -77,8 +81,9 @@ def record(request: pytest.FixtureRequest) -> Record:
 
 
 @pytest.fixture
-def ollama(real_ollama: RealServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=real_ollama.base_url, timeout=TIMEOUT, trust_env=False) as c:
+def ollama(each_ollama: RealServer) -> Iterator[httpx.Client]:
+    """A client of each Ollama release (the wire differs between them: issue 25)."""
+    with httpx.Client(base_url=each_ollama.base_url, timeout=TIMEOUT, trust_env=False) as c:
         yield c
 
 
@@ -141,16 +146,18 @@ def assert_openai_tool_calls(calls: object, *, complete: bool = True) -> list[di
 # ------------------------------------------------------------------------------------ Ollama
 
 
-def test_ollama_version(ollama: httpx.Client) -> None:
+def test_ollama_version(ollama: httpx.Client, each_ollama: RealServer) -> None:
     r = ollama.get("/api/version")
     assert r.status_code == 200
-    assert isinstance(r.json()["version"], str)
+    # Built with the version ldflags: the release it is, never go install's "0.0.0".
+    assert r.json() == {"version": each_ollama.version}
+    assert recipes.version_tuple(each_ollama.version) > (0, 0, 0)
 
 
 def test_ollama_show_lists_completion_and_tools(
-    ollama: httpx.Client, real_ollama: RealServer
+    ollama: httpx.Client, each_ollama: RealServer
 ) -> None:
-    r = ollama.post("/api/show", json={"model": real_ollama.model})
+    r = ollama.post("/api/show", json={"model": each_ollama.model})
     assert r.status_code == 200
     body = r.json()
     assert {"completion", "tools"} <= set(body["capabilities"])
@@ -160,15 +167,15 @@ def test_ollama_show_lists_completion_and_tools(
 
 @pytest.mark.parametrize("tools", [False, True], ids=["plain", "tools"])
 def test_ollama_chat_not_streamed(
-    ollama: httpx.Client, real_ollama: RealServer, tools: bool, record: Record
+    ollama: httpx.Client, each_ollama: RealServer, tools: bool, record: Record
 ) -> None:
     r = ollama.post(
-        "/api/chat", json=ollama_chat_body(real_ollama.model, tools=tools, stream=False)
+        "/api/chat", json=ollama_chat_body(each_ollama.model, tools=tools, stream=False)
     )
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/json")
     body = r.json()
-    assert body["model"] == real_ollama.model
+    assert body["model"] == each_ollama.model
     assert isinstance(body["created_at"], str)
     assert body["done"] is True
     assert body["done_reason"] in ("stop", "length")
@@ -185,9 +192,9 @@ def test_ollama_chat_not_streamed(
 
 @pytest.mark.parametrize("tools", [False, True], ids=["plain", "tools"])
 def test_ollama_chat_streamed_ndjson(
-    ollama: httpx.Client, real_ollama: RealServer, tools: bool, record: Record
+    ollama: httpx.Client, each_ollama: RealServer, tools: bool, record: Record
 ) -> None:
-    body = ollama_chat_body(real_ollama.model, tools=tools, stream=True)
+    body = ollama_chat_body(each_ollama.model, tools=tools, stream=True)
     chunks: list[dict[str, Any]] = []
     with ollama.stream("POST", "/api/chat", json=body) as r:
         assert r.status_code == 200
@@ -232,11 +239,78 @@ def test_ollama_invalid_json_is_400_with_error(ollama: httpx.Client) -> None:
 
 
 def test_ollama_messages_of_wrong_type_is_400_with_error(
-    ollama: httpx.Client, real_ollama: RealServer
+    ollama: httpx.Client, each_ollama: RealServer
 ) -> None:
-    r = ollama.post("/api/chat", json={"model": real_ollama.model, "messages": "hello"})
+    r = ollama.post("/api/chat", json={"model": each_ollama.model, "messages": "hello"})
     assert r.status_code == 400
     assert isinstance(r.json()["error"], str)
+
+
+# Thinking, through the -think variant of the model (scripts/real-servers MODEL_VARIANTS):
+# Ollama's thinking variables in the template, so Ollama lists the `thinking` capability and
+# opens the reply with <think> when asked to think. Two earlier turns whose thinking was
+# closed make SmolLM2 close its own </think> and then answer.
+THINK_HISTORY = [
+    {"role": "user", "content": "What is 1+1?"},
+    {"role": "assistant", "thinking": "One plus one is two.", "content": "2"},
+    {"role": "user", "content": "What is 2+2?"},
+    {"role": "assistant", "thinking": "Two plus two is four.", "content": "4"},
+    {"role": "user", "content": "What is 3+3?"},
+]
+# ollama/ollama#12024 (v0.11.7): a reply whose prompt ends with the opening tag is thinking
+# from its first token; before it, the parser waits for the model to write <think> itself.
+THINKING_AFTER_PROMPT_TAG_SINCE = (0, 11, 7)
+
+
+def think_chunks(ollama: httpx.Client, model: str, **think: object) -> list[dict[str, Any]]:
+    body = {
+        "model": model + recipes.THINK_SUFFIX,
+        "messages": THINK_HISTORY,
+        "stream": True,
+        "options": {"temperature": 0, "num_predict": 48},
+        **think,
+    }
+    with ollama.stream("POST", "/api/chat", json=body) as r:
+        assert r.status_code == 200, r.read()
+        return [json.loads(line) for line in r.iter_lines() if line.strip()]
+
+
+def test_ollama_think_variant_streams_thinking_then_content(
+    ollama: httpx.Client, each_ollama: RealServer, record: Record
+) -> None:
+    show = ollama.post("/api/show", json={"model": each_ollama.model + recipes.THINK_SUFFIX})
+    assert show.status_code == 200
+    assert "thinking" in show.json()["capabilities"]
+    chunks = think_chunks(ollama, each_ollama.model, think=True)
+    assert chunks[-1]["done"] is True
+    kinds = [
+        "thinking" if c["message"].get("thinking") else "content"
+        for c in chunks
+        if c["message"].get("thinking") or c["message"]["content"]
+    ]
+    content = "".join(c["message"]["content"] for c in chunks)
+    if recipes.version_tuple(each_ollama.version) >= THINKING_AFTER_PROMPT_TAG_SINCE:
+        # Thinking first, then the answer; the tags never reach either field.
+        assert kinds[0] == "thinking"
+        assert kinds == sorted(kinds, key=lambda k: k != "thinking")
+        assert "<think>" not in content and "</think>" not in content
+    else:
+        # The model never writes <think> itself (the prompt did), so 0.11.4 never parses
+        # thinking: everything, the closing tag included, arrives as content.
+        assert kinds and set(kinds) == {"content"}
+    record("chunks", "".join(k[0] for k in kinds))
+
+
+def test_ollama_think_default_when_think_is_not_sent(
+    ollama: httpx.Client, each_ollama: RealServer, record: Record
+) -> None:
+    """Since 0.12.4 a thinking-capable model thinks unless the request says `think: false`."""
+    unsent = think_chunks(ollama, each_ollama.model)
+    off = think_chunks(ollama, each_ollama.model, think=False)
+    thought = any(c["message"].get("thinking") for c in unsent)
+    assert thought == (recipes.version_tuple(each_ollama.version) >= (0, 12, 4))
+    assert not any(c["message"].get("thinking") for c in off)
+    record("thinks_by_default", thought)
 
 
 # ------------------------------------------------------------------------------ llama-server
@@ -360,62 +434,11 @@ def test_llama_server_messages_of_wrong_type_is_400_with_error_object(
 # Left to itself the model answers in prose or code when offered a tool (tests above record
 # it). These recipes constrain the output so the call exists by construction, which gives
 # later tests real tool-call bytes from real servers. Measured and explained in
-# docs/real-servers.md ("What makes SmolLM2-135M call a tool").
+# docs/real-servers.md ("What makes SmolLM2-135M call a tool"); the Ollama recipes, one per
+# parser generation, are in tests/live/recipes.py.
 
-# A tight argument schema keeps the constrained output short (well under the token limit).
-STRICT_CARD_ARGS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "body": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "type": {"type": "string", "enum": ["TextBlock"]},
-                    "text": {"type": "string", "maxLength": 40},
-                },
-                "required": ["type", "text"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["body"],
-    "additionalProperties": False,
-}
-STRICT_CARD_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "render_adaptive_card",
-        "description": CARD_TOOL["function"]["description"],
-        "parameters": STRICT_CARD_ARGS,
-    },
-}
-# Ollama recipe: `format` (grammar) forces an object whose first value is the literal tag
-# "<tool_call>" that the Modelfile template declares; Ollama's tool parser finds the tag in the
-# output, then the tool name, then the first JSON object after it, which is "arguments".
-OLLAMA_TOOL_CALL_FORMAT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "tag": {"type": "string", "enum": ["<tool_call>"]},
-        "name": {"type": "string", "enum": ["render_adaptive_card"]},
-        "arguments": STRICT_CARD_ARGS,
-    },
-    "required": ["tag", "name", "arguments"],
-    "additionalProperties": False,
-}
-
-
-def ollama_recipe_body(model: str, *, stream: bool) -> dict[str, Any]:
-    return {
-        "model": model,
-        "messages": USER_ASKS_FOR_CARD,
-        "tools": [STRICT_CARD_TOOL],
-        "format": OLLAMA_TOOL_CALL_FORMAT,
-        "stream": stream,
-        "options": {"temperature": 0, "num_predict": 128},
-    }
+STRICT_CARD_ARGS = recipes.STRICT_CARD_ARGS
+STRICT_CARD_TOOL = recipes.STRICT_CARD_TOOL
 
 
 def assert_card_call(call: dict[str, Any]) -> None:
@@ -428,23 +451,30 @@ def assert_card_call(call: dict[str, Any]) -> None:
     assert args["body"][0]["type"] == "TextBlock"
 
 
+def ollama_recipe(server: RealServer, *, stream: bool) -> dict[str, Any]:
+    """The release's own recipe (tests/live/recipes.py): tag up to 0.11.6, JSON-start after."""
+    recipe = "tag" if recipes.tag_recipe_works(server.version) else "json-start"
+    model = recipes.recipe_model(server.model, server.version)
+    return recipes.recipe_body(model, recipe=recipe, stream=stream)
+
+
 @pytest.fixture
-def ollama_with_hermes_template(ollama: httpx.Client, real_ollama: RealServer) -> httpx.Client:
-    template = ollama.post("/api/show", json={"model": real_ollama.model}).json()["template"]
-    if "<tool_call>" not in template:
-        pytest.skip(
-            f"{real_ollama.model} has no <tool_call> template: create it from "
-            "scripts/real_servers/Modelfile.smollm2 (scripts/real-servers create-model)"
-        )
+def ollama_with_hermes_template(ollama: httpx.Client, each_ollama: RealServer) -> httpx.Client:
+    for model in (each_ollama.model, each_ollama.model + recipes.JSONCALL_SUFFIX):
+        r = ollama.post("/api/show", json={"model": model})
+        if r.status_code != 200 or "<tool_call>" not in r.json()["template"]:
+            pytest.skip(
+                f"{model} is missing or has no <tool_call> template: create it and its "
+                "variants from scripts/real_servers/Modelfile.smollm2 "
+                "(scripts/real-servers create-model)"
+            )
     return ollama
 
 
 def test_recipe_ollama_format_schema_yields_real_tool_call(
-    ollama_with_hermes_template: httpx.Client, real_ollama: RealServer
+    ollama_with_hermes_template: httpx.Client, each_ollama: RealServer, record: Record
 ) -> None:
-    r = ollama_with_hermes_template.post(
-        "/api/chat", json=ollama_recipe_body(real_ollama.model, stream=False)
-    )
+    r = ollama_with_hermes_template.post("/api/chat", json=ollama_recipe(each_ollama, stream=False))
     assert r.status_code == 200
     body = r.json()
     assert body["done"] is True
@@ -452,14 +482,19 @@ def test_recipe_ollama_format_schema_yields_real_tool_call(
     calls = assert_ollama_tool_calls(body["message"].get("tool_calls"))
     assert len(calls) == 1
     assert_card_call(calls[0])
-    # What preceded the tag stays in content (the '{"tag":"' prefix): a reply can carry both.
+    # The tag recipe leaves what preceded the tag in content ('{"tag":"'); with the
+    # JSON-start recipe the whole reply is the call and content is empty.
     assert isinstance(body["message"]["content"], str)
+    if not recipes.tag_recipe_works(each_ollama.version):
+        assert body["message"]["content"] == ""
+    record("call_id", calls[0].get("id"))
+    record("function_index", calls[0]["function"].get("index"))
 
 
 def test_recipe_ollama_format_schema_streams_call_whole_before_done(
-    ollama_with_hermes_template: httpx.Client, real_ollama: RealServer, record: Record
+    ollama_with_hermes_template: httpx.Client, each_ollama: RealServer, record: Record
 ) -> None:
-    body = ollama_recipe_body(real_ollama.model, stream=True)
+    body = ollama_recipe(each_ollama, stream=True)
     with ollama_with_hermes_template.stream("POST", "/api/chat", json=body) as r:
         assert r.status_code == 200
         chunks = [json.loads(line) for line in r.iter_lines() if line.strip()]
@@ -473,6 +508,34 @@ def test_recipe_ollama_format_schema_streams_call_whole_before_done(
     assert_card_call(calls[0])
     assert not last["message"].get("tool_calls")
     record("chunk_with_call", chunks.index(with_calls[0]))
+
+
+def test_the_other_recipe_on_each_release(
+    ollama_with_hermes_template: httpx.Client, each_ollama: RealServer, record: Record
+) -> None:
+    """0.11.4 also calls under the JSON-start recipe; 0.33.0 swallows the tag recipe's call.
+
+    Swallowed: the model wrote the whole call (tokens counted), the parser found the tag but
+    no arguments, and the reply is the fragment before the tag with no tool call at all.
+    """
+    if recipes.tag_recipe_works(each_ollama.version):
+        model = each_ollama.model + recipes.JSONCALL_SUFFIX
+        body = recipes.recipe_body(model, recipe="json-start", stream=False)
+    else:
+        body = recipes.recipe_body(each_ollama.model, recipe="tag", stream=False)
+    r = ollama_with_hermes_template.post("/api/chat", json=body)
+    assert r.status_code == 200
+    reply = r.json()
+    assert reply["done"] is True
+    if recipes.tag_recipe_works(each_ollama.version):
+        (call,) = assert_ollama_tool_calls(reply["message"].get("tool_calls"))
+        assert_card_call(call)
+    else:
+        assert "tool_calls" not in reply["message"]
+        assert reply["eval_count"] > 10  # the whole call was generated ...
+        fragment = "".join(reply["message"]["content"].split())
+        assert fragment == '{"tag":"'  # ... and only the text before the tag came back
+    record("content", reply["message"]["content"])
 
 
 @pytest.fixture

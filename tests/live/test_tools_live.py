@@ -1,12 +1,14 @@
 """Call suites against the real servers: real structured calls, real tool loops, replay.
 
 SmolLM2-135M seldom calls a tool on its own, so the pytester project here carries a conftest
-whose ``pytest_cardprobe_adjust_request`` applies the pinned recipes of test_servers_live.py
-to the first turn of every case (docs/real-servers.md, "What makes SmolLM2-135M call a tool"):
+whose ``pytest_cardprobe_adjust_request`` applies the pinned recipes (tests/live/recipes.py,
+docs/real-servers.md "What makes SmolLM2-135M call a tool") to the first turn of every case:
 
-* Ollama: ``format`` set to a JSON Schema of a call whose first value is the ``<tool_call>``
-  tag the Modelfile template declares, so Ollama's own parser turns the output into
-  ``tool_calls``;
+* Ollama up to 0.11.6 (the pinned 0.11.4): ``format`` set to a JSON Schema of a call whose
+  first value is the ``<tool_call>`` tag the Modelfile template declares (the tag recipe);
+* Ollama 0.11.7 and later (today's 0.33.0): the model ``smollm2:135m-jsoncall`` (same prompt,
+  parser tag ``{``) and ``format`` set to a schema of ``{name, arguments}`` (the JSON-start
+  recipe), so Ollama's own parser turns the output into ``tool_calls``;
 * llama-server (``--api openai``): the assistant turn prefilled with ``<tool_call>``,
   ``tool_choice: "required"`` and ``stop: ["</tool_call>"]``.
 
@@ -26,6 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
+import recipes
 import yaml
 
 pytestmark = pytest.mark.live
@@ -76,41 +79,48 @@ cases:
 """
 
 RECIPE_CONFTEST = '''
-"""Pinned recipes (tests/live/test_servers_live.py) applied to the first turn of each case."""
+"""Pinned recipes (tests/live/recipes.py) applied to the first turn of each case."""
 
 import copy
+
+RECIPE = {recipe!r}  # "tag" or "json-start": the Ollama release's own recipe
 
 
 def pytest_cardprobe_adjust_request(request, probe, config):
     if any(m.get("role") == "tool" for m in request.messages):
         return  # after a tool result the model answers on its own
     if str(config.getini("cardprobe_api")) == "openai":
-        request.messages.append({"role": "assistant", "content": "<tool_call>\\n"})
+        request.messages.append({{"role": "assistant", "content": "<tool_call>\\n"}})
         request.options["tool_choice"] = "required"
         request.options["stop"] = ["</tool_call>"]
         return
     function = request.tools[0]["function"]
     arguments = copy.deepcopy(function["parameters"])
     arguments["additionalProperties"] = False
-    request.options["format"] = {
+    properties = {{
+        "name": {{"type": "string", "enum": [function["name"]]}},
+        "arguments": arguments,
+    }}
+    if RECIPE == "tag":
+        properties = {{"tag": {{"type": "string", "enum": ["<tool_call>"]}}, **properties}}
+    request.options["format"] = {{
         "type": "object",
-        "properties": {
-            "tag": {"type": "string", "enum": ["<tool_call>"]},
-            "name": {"type": "string", "enum": [function["name"]]},
-            "arguments": arguments,
-        },
-        "required": ["tag", "name", "arguments"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
-    }
+    }}
 '''
 
 
-def make_project(pytester: pytest.Pytester, server: str, model: str, api: str) -> None:
+def make_project(
+    pytester: pytest.Pytester, server: str, model: str, api: str, recipe: str = "tag"
+) -> None:
     cases = pytester.path / "cases"
     cases.mkdir()
     (cases / "tools.json").write_text(json.dumps(TOOLS, indent=2))
     (cases / "mini.yaml").write_text(SUITE)
-    (pytester.path / "conftest.py").write_text(textwrap.dedent(RECIPE_CONFTEST))
+    conftest = textwrap.dedent(RECIPE_CONFTEST.format(recipe=recipe))
+    (pytester.path / "conftest.py").write_text(conftest)
     pytester.makeini(
         f"[pytest]\ncardprobe_models = {model}\ncardprobe_servers = {server}\n"
         f"cardprobe_api = {api}\n"
@@ -134,7 +144,9 @@ def verdicts(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def record_and_replay(pytester: pytest.Pytester, api: str) -> dict[str, dict[str, Any]]:
+def record_and_replay(
+    pytester: pytest.Pytester, api: str, model: str = "smollm2:135m"
+) -> dict[str, dict[str, Any]]:
     live, live_report = run(pytester, "--live")
     assert live.ret == 0, live.stdout.str()  # no baseline: the gate passes, arms are new
     got = samples(live_report)
@@ -144,7 +156,7 @@ def record_and_replay(pytester: pytest.Pytester, api: str) -> dict[str, dict[str
     # ... and a real loop: the call went back as a tool message and the model answered again.
     assert got["loop"]["route"] == "tool_calls", got["loop"]
     assert got["loop"]["turns"] >= 2, got["loop"]
-    cassette = pytester.path / "cassettes" / "mini" / "smollm2%3A135m"
+    cassette = pytester.path / "cassettes" / "mini" / model.replace(":", "%3A")
     loop = yaml.safe_load(next(cassette.glob("loop-call-cold.yaml")).read_text())
     assert len(loop["interactions"]) == got["loop"]["turns"]
     second = json.loads(loop["interactions"][1]["request"]["body"])
@@ -164,18 +176,20 @@ def record_and_replay(pytester: pytest.Pytester, api: str) -> dict[str, dict[str
 
 
 def test_ollama_call_suite_records_real_calls_and_a_loop_then_replays(
-    pytester: pytest.Pytester, real_ollama: Any
+    pytester: pytest.Pytester, each_ollama: Any
 ) -> None:
-    make_project(pytester, real_ollama.base_url, real_ollama.model, "ollama")
-    record_and_replay(pytester, "ollama")
+    recipe = "tag" if recipes.tag_recipe_works(each_ollama.version) else "json-start"
+    model = recipes.recipe_model(each_ollama.model, each_ollama.version)
+    make_project(pytester, each_ollama.base_url, model, "ollama", recipe)
+    record_and_replay(pytester, "ollama", model)
     # Call suites take the same live path as card suites: one unrecorded warm-up before
     # the first recorded request, and the model's digest pinned in every cassette.
-    tags = httpx.get(f"{real_ollama.base_url}/api/tags", timeout=30).json()["models"]
-    digest = next(m["digest"] for m in tags if m["name"] == real_ollama.model)
+    tags = httpx.get(f"{each_ollama.base_url}/api/tags", timeout=30).json()["models"]
+    digest = next(m["digest"] for m in tags if m["name"] == model)
     live, report = run(pytester, "--live", "-k", "read")
-    live.stdout.fnmatch_lines([f"warm-up (unrecorded, unscored): {real_ollama.model} on *"])
-    cassette = pytester.path / "cassettes" / "mini" / "smollm2%3A135m" / "read-call-cold.yaml"
-    data = yaml.safe_load(cassette.read_text())
+    live.stdout.fnmatch_lines([f"warm-up (unrecorded, unscored): {model} on *"])
+    folder = pytester.path / "cassettes" / "mini" / model.replace(":", "%3A")
+    data = yaml.safe_load((folder / "read-call-cold.yaml").read_text())
     assert data["metadata"]["cardprobe"]["model"]["digest"] == digest
     assert len(data["interactions"]) == 1  # the warm-up is not in it
     assert report["arms"][0]["model_digest"] == [digest]
@@ -191,7 +205,7 @@ def test_llama_server_call_suite_records_real_calls_and_a_loop_then_replays(
 
 
 def test_tool_description_workflow_stale_rerecord_gate(
-    pytester: pytest.Pytester, real_ollama: Any
+    pytester: pytest.Pytester, each_ollama: Any
 ) -> None:
     """Edit a tool description, see stale naming "tools", re-record a slice, let the gate decide."""
     cases = pytester.path / "cases"
@@ -202,8 +216,8 @@ def test_tool_description_workflow_stale_rerecord_gate(
     shutil.copytree(ROOT / "cassettes" / "tools", pytester.path / "cassettes" / "tools")
     shutil.copy(ROOT / "cardprobe-baseline.json", pytester.path / "cardprobe-baseline.json")
     pytester.makeini(
-        f"[pytest]\ncardprobe_models = {real_ollama.model}\n"
-        f"cardprobe_servers = {real_ollama.base_url}\n"
+        f"[pytest]\ncardprobe_models = {each_ollama.model}\n"
+        f"cardprobe_servers = {each_ollama.base_url}\n"
     )
     slice_ = ("-k", "(readme or capital) and cold")
     before, _ = run(pytester, *slice_)
