@@ -1051,7 +1051,7 @@ HOSTILE: list[Hostile] = [
         "ini-max-file-mb-huge",
         ini("cardprobe_max_file_mb = 1e308"),
         USAGE,
-        ("ini key cardprobe_max_file_mb wants a number of MB > 0 and at most 1000000",),
+        ("ini key cardprobe_max_file_mb wants a number of MB from 0.000001 (one byte) to 1000000",),
     ),
     Hostile(
         "model-not-utf8",

@@ -372,8 +372,10 @@ def test_command_line_bytes_that_are_not_utf8_are_a_usage_error(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("ini", "said"),
     [
-        ("cardprobe_max_file_mb = 1e308", "ini key cardprobe_max_file_mb wants a number of MB > 0 "
-         "and at most 1000000, got 1e+308"),
+        ("cardprobe_max_file_mb = 1e308", "ini key cardprobe_max_file_mb wants a number of MB "
+         "from 0.000001 (one byte) to 1000000, got 1e+308"),
+        ("cardprobe_max_file_mb = 1e-320", "ini key cardprobe_max_file_mb wants a number of MB "
+         "from 0.000001 (one byte) to 1000000, got 9.99989e-321"),  # a subnormal, shown as read
         ("cardprobe_timeout = 1e10", "ini key cardprobe_timeout wants a number of seconds > 0 and "
          "at most 86400, got 1e+10"),
     ],
@@ -385,7 +387,9 @@ def test_a_finite_number_too_large_to_use_is_a_usage_error(
     and ``int(1e308 * MB)`` raised OverflowError at configure time (an INTERNALERROR). The
     request timeout had the same gap: above about 9e9 s no socket takes it, and every live
     request raised OverflowError out of the client. Fixed in glue/values.py (``megabytes``,
-    ``seconds``) and the option table: both have an upper bound, in their help."""
+    ``seconds``) and the option table: both have an upper bound, in their help. At the other
+    end ``1e-320`` MB (found by the same test after the merge) was a cap of 0 bytes, so every
+    file was "too large": the cap is one byte at least."""
     assert _configured(tmp_path, ini + "\n") == said
 
 

@@ -188,8 +188,8 @@ SPECS: tuple[Spec, ...] = (
          "inconclusive", ini="cardprobe_max_unscored", read=values.share),
     _int("max_samples", help="upper bound of samples (suite key, `samples(n)` marker, "
          "`--cardprobe-samples`)", ini="cardprobe_max_samples"),
-    Spec("max_file_mb", "size cap in MB (at most 1000000) of every file the plugin reads "
-         "(suites, prompts, cassettes, baseline)", ini="cardprobe_max_file_mb",
+    Spec("max_file_mb", "size cap in MB (at least one byte, at most 1000000) of every file "
+         "the plugin reads (suites, prompts, cassettes, baseline)", ini="cardprobe_max_file_mb",
          read=values.megabytes),
     Spec("redact_fields", "request-body keys (any depth) recorded as `[redacted]`, added to "
          "the built-in ones", ini="cardprobe_redact_fields", kind="list",
