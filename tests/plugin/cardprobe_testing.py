@@ -93,7 +93,7 @@ def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found:
         return found
-    message = "chromium is not installed (Debian: apt-get install -y chromium; .ci/run does it)"
+    message = "chromium is not installed (scripts/setup-tests installs it; Debian: apt-get install -y chromium)"
     if os.environ.get("CARDPROBE_REQUIRE_LIVE") == "1":
         pytest.fail(message)
     pytest.skip(message)
