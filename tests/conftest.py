@@ -12,6 +12,10 @@ from typing import NoReturn
 import httpx
 import pytest
 
+#: Fixture projects (suites with their recordings) that tests copy and run, never collected
+#: as part of this project: their suites share the shipped suites' names.
+collect_ignore = ["data"]
+
 # =============================================================================================
 # Real model servers (issue 2, issue 25; docs/design.md §8)
 #

@@ -1,0 +1,48 @@
+"""Recordings made on an older Ollama keep replaying with the verdicts they had.
+
+The shipped cassettes come from today's Ollama (their metadata says which server). A set of
+real recordings from Ollama 0.11.4, with the suites they were recorded from, is kept in
+``tests/data/ollama-0.11.4``; replaying them must give the verdicts written beside them when
+they were moved there. A change in how the wire, the cassette reader or the judges read an
+older server's replies (no tool-call ids, ``done_reason`` before ``done``, other number
+formats) fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "ollama-0.11.4"
+
+
+def test_recordings_from_ollama_0_11_4_replay_with_their_verdicts(
+    pytester: pytest.Pytester,
+) -> None:
+    for part in ("cases", "cassettes"):
+        shutil.copytree(FIXTURE / part, pytester.path / part)
+    shutil.copy(FIXTURE / "cardprobe-baseline.json", pytester.path)
+    pytester.makeini("[pytest]\ncardprobe_models = smollm2:135m\n")
+    expected = json.loads((FIXTURE / "verdicts.json").read_text(encoding="utf-8"))
+    selected = " or ".join(sorted({nodeid.split("::")[1].split("[")[0] for nodeid in expected}))
+    result = pytester.runpytest_subprocess(
+        "cases", "-p", "no:cacheprovider", "-k", selected, "--cardprobe-json=r.json"
+    )
+    report = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))
+    got = {
+        t["nodeid"]: {
+            "status": t["status"],
+            "labels": [s["label"] for s in t["samples"]],
+            "routes": [s["route"] for s in t["samples"]],
+        }
+        for t in report["tests"]
+    }
+    assert got == expected
+    assert "stale" not in result.stdout.str() and "corrupt cassette" not in result.stdout.str()
+    # The baseline written when they were moved here: the same verdicts, so the gate passes.
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    assert report["gate"]["decision"] == "pass"
+    assert all(t["server"] is None for t in report["tests"])  # replay asks no server
