@@ -45,7 +45,7 @@ def test_one_of_two_passes_the_unstable_cases_and_shows_pass_k(recorded: pytest.
     assert schema["passed"] == 4 and schema["intervals"]["pass_all"]["count"] == 2
     assert schema["cases"]["facts"]["at_least"] == 1
     # --samples 1 asks one sample: the rule is capped at it (1 of 1), so nothing changes.
-    result, data = report(recorded, "--samples", "1", "-k", "facts and schema")
+    result, data = report(recorded, "--cardprobe-samples", "1", "-k", "facts and schema")
     assert statuses(data)[("cards/smollm2:135m/prose/schema", "facts")] in ("passed", "failed")
     assert "at_least" not in data["tests"][0]
 
@@ -106,7 +106,7 @@ def test_samples_marker_with_at_least_on_a_python_test(pytester: pytest.Pytester
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*2 of 3 samples failed (at least 2 must pass); run 2/3: *"])
     # --samples 1 overrides n and caps k at it: run 1 passes both.
-    capped = pytester.runpytest("-p", "no:cacheprovider", "--samples", "1")
+    capped = pytester.runpytest("-p", "no:cacheprovider", "--cardprobe-samples", "1")
     capped.assert_outcomes(passed=3)
 
 

@@ -53,7 +53,9 @@ def test_combinations_never_asked_are_not_collected_at_all(recorded: pytest.Pyte
         "prose-schema",
     }
     # Asking for only such a combination collects nothing, rather than deselecting it.
-    only = recorded.runpytest("cases/cards.yaml", "--channel", "tool", "--condition", "seeded")
+    only = recorded.runpytest(
+        "cases/cards.yaml", "--cardprobe-channel", "tool", "--cardprobe-condition", "seeded"
+    )
     assert only.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     assert "deselected" not in only.stdout.str()
 

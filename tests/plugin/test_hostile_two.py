@@ -43,7 +43,7 @@ def test_an_error_in_the_users_hook_is_theirs_and_carries_no_secret(
         "def pytest_cardprobe_adjust_request(request, probe, config):\n"
         "    raise RuntimeError('boom at http://alice:S3CRETPW@host/ with T0KENVALUE')\n"
     )
-    result, _ = report(recorded, *ONE, "--server", SERVER, "--junitxml=junit.xml")
+    result, _ = report(recorded, *ONE, "--cardprobe-server", SERVER, "--junitxml=junit.xml")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -65,7 +65,7 @@ def test_a_bug_of_the_plugin_is_reported_as_one_without_frame_arguments(
     # process of its own: the edit would break the modules of this one.)
     recorded.makeconftest("import pytest_cardprobe.run.asking as asking\nasking.answer_of = None\n")
     result = recorded.runpytest_subprocess(
-        "-p", "no:cacheprovider", "cases", *ONE, "--server", SERVER, "--junitxml=junit.xml",
+        "-p", "no:cacheprovider", "cases", *ONE, "--cardprobe-server", SERVER, "--junitxml=junit.xml",
         "--cardprobe-json=report.json",
     )  # fmt: skip
     data = json.loads((recorded.path / "report.json").read_text())

@@ -49,7 +49,7 @@ def passing(recorded: pytest.Pytester) -> pytest.Pytester:
     """Six prose/cold cases pass on both samples, and the baseline says so."""
     for case, body in CARDS.items():
         set_replies(cassette(recorded, case, "prose", "cold"), content=json.dumps(body))
-    result, _ = report(recorded, "--update-baseline")
+    result, _ = report(recorded, "--cardprobe-update-baseline")
     assert result.ret == 0, result.stdout.str()
     verdicts = json.loads((recorded.path / "cardprobe-baseline.json").read_text())["arms"][ARM]
     assert verdicts["verdicts"]["date"] | {} == {
@@ -152,11 +152,11 @@ def test_three_cases_that_broke_on_every_sample_are_significant(passing: pytest.
 
 def test_one_sample_per_case_is_mcnemars_exact_test(passing: pytest.Pytester) -> None:
     # Record the baseline with one sample per test, then lose 3, then 5 cases.
-    assert report(passing, "--update-baseline", "--samples", "1")[0].ret == 0
+    assert report(passing, "--cardprobe-update-baseline", "--cardprobe-samples", "1")[0].ret == 0
     for lost, p, code in ((3, "0.125", 0), (5, "0.0312", 1)):
         for case in list(CARDS)[:lost]:
             set_reply(cassette(passing, case, "prose", "cold"), 0, PROSE)
-        result, data = report(passing, "--samples", "1", *SIGNIFICANCE)
+        result, data = report(passing, "--cardprobe-samples", "1", *SIGNIFICANCE)
         assert result.ret == code, result.stdout.str()
         assert row(result)["p"] == p and "samples" not in row(result)
         assert data["gate"]["arms"][ARM]["test"]["method"] == "exact McNemar"
@@ -171,7 +171,7 @@ def test_alpha_and_mode_come_from_ini_keys_and_are_checked(passing: pytest.Pytes
     result, _ = report(passing)  # p = 0.125 < 0.2
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"gate: fail*(mode significance, {A} = 0.2)"])
-    result, _ = report(passing, "--cardprobe-gate", "floor", "--noise-floor", "3")
+    result, _ = report(passing, "--cardprobe-gate", "floor", "--cardprobe-noise-floor", "3")
     assert result.ret == 0, result.stdout.str()
     for args, said in (
         (["--cardprobe-alpha", "1.5"], "--cardprobe-alpha wants a number between 0 and 1, got 1.5"),

@@ -53,7 +53,7 @@ def test_one_canary_side_is_not_measured_never_compared_and_never_written(
     assert data["gate"]["canary"] == {CANARY: "not measured"}
     assert data["gate"]["canary_changes"] == []
     # Written with the slice: the canary keeps the baseline's verdict.
-    result, _ = report(tools_project, "-k", "canary_octopus", "--update-baseline")
+    result, _ = report(tools_project, "-k", "canary_octopus", "--cardprobe-update-baseline")
     assert result.ret == 0
     assert baseline(tools_project)["canary"] == {CANARY: "supportedButDeclines"}
     assert (tools_project.path / "cardprobe-baseline.json").read_bytes() == before
@@ -64,7 +64,7 @@ def test_one_canary_side_is_not_measured_never_compared_and_never_written(
 def test_a_slice_update_merges_and_the_next_full_run_passes(everything: pytest.Pytester) -> None:
     path = everything.path / "cardprobe-baseline.json"
     before = path.read_bytes()
-    result, _ = report(everything, "-k", "date", "--update-baseline")
+    result, _ = report(everything, "-k", "date", "--cardprobe-update-baseline")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
         [
@@ -75,7 +75,7 @@ def test_a_slice_update_merges_and_the_next_full_run_passes(everything: pytest.P
     assert path.read_bytes() == before  # nothing changed, so not one byte
     # Now date passes on one arm: only the date entries (and that arm's totals) change.
     set_replies(cassette(everything, "date", "prose", "cold"), content=DAY)
-    result, _ = report(everything, "-k", "date", "--update-baseline")
+    result, _ = report(everything, "-k", "date", "--cardprobe-update-baseline")
     assert result.ret == 0
     old, new = json.loads(before), baseline(everything)
     arm = "cards/smollm2:135m/prose/cold"
@@ -114,7 +114,7 @@ def test_prune_removes_exactly_a_deleted_case(everything: pytest.Pytester) -> No
     data = yaml.safe_load(suite.read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] != "badge"]
     suite.write_text(yaml.safe_dump(data, sort_keys=False))
-    result, _ = report(everything, "--update-baseline")
+    result, _ = report(everything, "--cardprobe-update-baseline")
     result.stdout.fnmatch_lines(["*updated 244 case(s) in 10 arm(s), kept 8"])
     merged = baseline(everything)  # merging keeps what did not run, badge included
     assert all("badge" in a["verdicts"] for k, a in merged["arms"].items() if k[:6] == "cards/")
@@ -157,7 +157,7 @@ def test_a_suite_file_may_not_record_over_another_files_cassettes(
     for dist in ([], ["-n", "2"]):
         with fault_server() as server:
             result = recorded.runpytest(
-                "-p", "no:cacheprovider", "cases/other.yaml", "--live", "--server", server.url,
+                "-p", "no:cacheprovider", "cases/other.yaml", "--live", "--cardprobe-server", server.url,
                 "-k", "time", *dist,
             )  # fmt: skip
         assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
@@ -171,8 +171,8 @@ def test_a_suite_file_may_not_record_over_another_files_cassettes(
     # The file the cassettes belong to records (and replays) as before.
     with fault_server() as server:
         result = recorded.runpytest(
-            "-p", "no:cacheprovider", "cases/cards.yaml", "--live", "--server", server.url,
-            "-k", "time and prose and cold", "--samples", "1", "--no-warmup",
+            "-p", "no:cacheprovider", "cases/cards.yaml", "--live", "--cardprobe-server", server.url,
+            "-k", "time and prose and cold", "--cardprobe-samples", "1", "--cardprobe-no-warmup",
         )  # fmt: skip
     assert result.ret != pytest.ExitCode.USAGE_ERROR, result.stderr.str()
     assert server.chats  # it was asked
@@ -198,7 +198,9 @@ def test_quiet_keeps_every_reason_the_gate_failed(tools_project: pytest.Pytester
 def test_quiet_lists_the_regressed_and_warned_arms(recorded: pytest.Pytester) -> None:
     # The arms that pass date now fail it: prose/cold loses 1 (a warning) ...
     set_replies(cassette(recorded, "date", "prose", "cold"), content=DAY)
-    recorded.runpytest("-p", "no:cacheprovider", "cases", "-k", "date", "--update-baseline")
+    recorded.runpytest(
+        "-p", "no:cacheprovider", "cases", "-k", "date", "--cardprobe-update-baseline"
+    )
     set_replies(cassette(recorded, "date", "prose", "cold"), content="In words, then.")
     result, _ = report(recorded, "-q")
     assert result.ret == 0
@@ -268,8 +270,8 @@ def test_every_rerecord_hint_names_a_command_that_records(recorded: pytest.Pytes
     result.stdout.fnmatch_lines([hint])
     with fault_server() as server:
         result, _ = report(
-            recorded, "-k", "date and tool and cold", "--record-mode", "once",
-            "--server", server.url, "--no-warmup",
+            recorded, "-k", "date and tool and cold", "--cardprobe-record-mode", "once",
+            "--cardprobe-server", server.url, "--cardprobe-no-warmup",
         )  # fmt: skip
     result.stdout.fnmatch_lines([hint])
     assert server.chats == []

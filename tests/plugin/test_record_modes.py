@@ -72,7 +72,7 @@ def test_live_with_another_record_mode_is_a_usage_error(recorded: pytest.Pyteste
 
 @pytest.mark.parametrize(
     ("ini", "flags"),
-    [("cardprobe_keep_alive = 5m\n", ()), ("", ("--stream",))],
+    [("cardprobe_keep_alive = 5m\n", ()), ("", ("--cardprobe-stream",))],
     ids=["keep_alive", "stream"],
 )
 def test_stale_asks_tests_made_stale_by_an_option_outside_the_fingerprint(
@@ -85,6 +85,14 @@ def test_stale_asks_tests_made_stale_by_an_option_outside_the_fingerprint(
         f"cardprobe_breaker = 100\n{ini}"
     )
     with fault_server() as server:
-        _, data = report(recorded, "--server", server.url, *SLICE, *flags, "--record-mode", "stale")
+        _, data = report(
+            recorded,
+            "--cardprobe-server",
+            server.url,
+            *SLICE,
+            *flags,
+            "--cardprobe-record-mode",
+            "stale",
+        )
     assert len(server.chats) == 8
     assert {t["status"] for t in data["tests"]} == {"infra"}
