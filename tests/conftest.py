@@ -26,7 +26,8 @@ collect_ignore = ["data"]
 # (${XDG_CACHE_HOME:-~/.cache}/cardprobe-servers/run/servers.env, or the path in
 # CARDPROBE_SERVERS_ENV). `real_ollama` is today's Ollama (the newest release the script
 # starts); `each_ollama` is parametrized over the releases the script builds (ids
-# `ollama-0.11.4`, `ollama-0.33.0`), for the tests that cover the wire. A missing or silent
+# `ollama-0.11.4`, `ollama-0.33.0`), for the tests that cover the wire; `other_ollama` is the
+# other of the two releases, beside `each_ollama`. A missing or silent
 # server skips the test; with CARDPROBE_REQUIRE_LIVE=1 it fails instead, and so does any
 # other skip of a `live` test (pytest_runtest_makereport below).
 # =============================================================================================
@@ -156,6 +157,21 @@ def each_ollama(request: pytest.FixtureRequest) -> RealServer:
     it is that release on /api/version.
     """
     release = str(request.param)
+    url_var = f"CARDPROBE_OLLAMA_{release.replace('.', '_')}_URL"
+    server = _real_server(f"Ollama {release}", url_var, "CARDPROBE_OLLAMA_MODEL", OLLAMA_PROBES)
+    if server.version != release:
+        _unavailable(
+            f"{url_var} must point at Ollama {release}",
+            f"{server.base_url}/api/version says {server.version!r}",
+        )
+    return server
+
+
+@pytest.fixture(scope="session")
+def other_ollama(each_ollama: RealServer) -> RealServer:
+    """The other Ollama release of the two scripts/real-servers builds, beside `each_ollama`
+    (a recording made on one and run live on the other)."""
+    (release,) = [r for r in OLLAMA_RELEASES if r != each_ollama.version]
     url_var = f"CARDPROBE_OLLAMA_{release.replace('.', '_')}_URL"
     server = _real_server(f"Ollama {release}", url_var, "CARDPROBE_OLLAMA_MODEL", OLLAMA_PROBES)
     if server.version != release:

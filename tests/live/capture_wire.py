@@ -213,6 +213,17 @@ def capture_ollama(cap: Capture, server: Server) -> None:
                 recipes.recipe_body(model, recipe=recipe, stream=stream),
             )
 
+    # (g) a call written as text: the JSON-start schema without `tools`, so the server runs
+    # no tool parser and the call arrives as content, token by token (what a streaming chat
+    # client would show; the plugin's recovery claims it)
+    untooled = recipes.recipe_body(jsoncall, recipe="json-start", stream=True)
+    del untooled["tools"]
+    cap.ask(
+        server, "api-chat-text-call-stream",
+        f"json-start schema on {jsoncall} without tools, streamed: the call written as text",
+        "POST", "/api/chat", {**untooled, "think": False},
+    )  # fmt: skip
+
     # (e) the tag recipe's call cut by num_predict: the text after the tag never parses
     body = recipes.recipe_body(MODEL, recipe="tag", stream=False)
     cap.ask(

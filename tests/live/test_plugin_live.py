@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LABEL = re.compile(
     r"^(ok .+|ok prose|prose|no-input|unwanted-card|duplicate-key|prose-with-card|text-call"
     r"|invented .+"
-    r"|wrong-shape got .+ want .+|broken: .+|infra: .+|truncated at the token limit .+)$"
+    r"|wrong-shape got .+ want .+|broken: .+|infra: .+|truncated at the token limit .+"
+    r"|swallowed: .+)$"
 )
 CLOSED_PORT = "http://127.0.0.1:9"  # discard port: nothing listens, so any request would fail
 # One input case and the prose control on the suite's original four arms (prose and tool,
@@ -63,7 +64,7 @@ def check_counts(report: dict[str, Any], tests: int, samples: int) -> None:
         assert len(test["samples"]) == samples
         for sample in test["samples"]:
             assert LABEL.match(sample["label"]), sample["label"]
-            assert sample["route"] in ("tool_calls", "recovered", "content")
+            assert sample["route"] in ("tool_calls", "recovered", "content", "swallowed")
             assert sample["passed"] == (sample["failure"] is None)
     for arm in report["arms"]:
         ran = [

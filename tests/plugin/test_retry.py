@@ -43,7 +43,7 @@ def test_parse_failure_recovered_through_the_tool(recorded: pytest.Pytester) -> 
         "parse_failures": 2,
         "retries": 2,
         "recovered": 2,
-        "routes": {"content": 0, "recovered": 0, "tool_calls": 2},
+        "routes": {"content": 0, "recovered": 0, "swallowed": 0, "tool_calls": 2},
     }
     result.stdout.fnmatch_lines(
         [

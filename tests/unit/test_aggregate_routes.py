@@ -35,7 +35,12 @@ def test_tool_arm_pass_rate_splits_by_route() -> None:
     )
     assert arm.by_route() == {"content": (0, 1), "recovered": (1, 1), "tool_calls": (1, 2)}
     assert by_route(arm) == "content 0/1; recovered 1/1; tool_calls 1/2"
-    assert arm.to_dict()["route_passed"] == {"content": 0, "recovered": 1, "tool_calls": 1}
+    assert arm.to_dict()["route_passed"] == {
+        "content": 0,
+        "recovered": 1,
+        "swallowed": 0,
+        "tool_calls": 1,
+    }
     assert arm.to_dict()["retry"] is None
 
 
@@ -50,7 +55,7 @@ def test_retry_table_counts_parse_failures_retries_and_recoveries() -> None:
         "parse_failures": 3,
         "retries": 2,  # the third retry hit an infra error: no reply, not a retry made
         "recovered": 1,
-        "routes": {"content": 1, "recovered": 0, "tool_calls": 1},
+        "routes": {"content": 1, "recovered": 0, "swallowed": 0, "tool_calls": 1},
     }
     section = retry_section([arm])
     assert section is not None

@@ -32,16 +32,23 @@ class TestFeedbackMessages:
         reply, turn = self.turn()
         messages = feedback_messages("ollama", reply, turn, RESULTS, 0)
         assert [m["role"] for m in messages] == ["assistant", "tool", "tool"]
-        assert messages[0]["tool_calls"][0] == {
-            "function": {"name": "search_code", "arguments": {"query": "Invoice"}}
-        }
+        # The server's id goes back with its call and is quoted by the call's result; a call
+        # the server gave no id (Ollama before 0.12.10) goes back without one.
+        assert messages[0]["tool_calls"] == [
+            {
+                "id": "call_a",
+                "function": {"name": "search_code", "arguments": {"query": "Invoice"}},
+            },
+            {"function": {"name": "read_file", "arguments": {"path": "b.py"}}},
+        ]
         assert messages[1] == {
             "role": "tool",
             "tool_name": "search_code",
             "content": "src/b.py:1: class Invoice",
+            "tool_call_id": "call_a",
         }
         # An unscripted call still gets an answer, so the model is never left hanging.
-        assert messages[2]["tool_name"] == "read_file"
+        assert messages[2]["tool_name"] == "read_file" and "tool_call_id" not in messages[2]
         assert "no result scripted" in messages[2]["content"]
 
     def test_openai_assistant_tool_calls_then_tool_call_ids(self) -> None:

@@ -1,9 +1,11 @@
-"""The wire as today's Ollama speaks it (issue 25 item 4, the parts that need no capture).
+"""The wire as today's Ollama speaks it (issue 25 item 4), read from real exchanges.
 
-The reply bytes below are SHAPE EXAMPLES written for these tests from the release notes of
-Ollama 0.12.6 (``function.index`` always sent), 0.12.10 (call ``id``s) and 0.32.6 (the
-reshaped ``/v1`` stream), not recordings of a server; real captures of v0.33.0 will replace
-them. They test that the parsers accept those shapes, never what a model does.
+Every reply below is one a real server sent: Ollama 0.11.4 (pinned), Ollama 0.33.0 (today's
+release) or llama-server, saved byte for byte under tests/unit/data/wire/ (README.md there).
+What changed between the releases: tool calls gained an ``id`` and ``function.index``
+(0.12.6, 0.12.10); thinking is parsed out of the content and streamed in chunks of its own
+(0.18.0), and is on by default when ``think`` is not sent (0.12.4); the ``/v1`` stream sends
+its finish reason on an empty delta and the usage in a chunk without a choice (0.32.6).
 """
 
 from __future__ import annotations
@@ -14,9 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from captured import NEW, OLD, generated, load, reply_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_cardprobe.judge.call import ModelTurn
+from pytest_cardprobe.judge.routing import answer_of, turn_of
+from pytest_cardprobe.run.asking import shown_calls
+from pytest_cardprobe.run.loop import feedback_messages
+from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.types import ChatReply, ChatRequest, ToolCall, Verdict
 from pytest_cardprobe.wire.body import json_body, request_meaning, without_call_ids
 from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
@@ -24,123 +32,243 @@ from pytest_cardprobe.wire.cassettes.format import dump_cassette
 from pytest_cardprobe.wire.cassettes.replay import Replay
 from pytest_cardprobe.wire.client import ChatClient, ClientSettings
 from pytest_cardprobe.wire.figures import server_figures
-from pytest_cardprobe.wire.ollama import ollama_body, parse_ollama_reply
-from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
-from pytest_cardprobe.wire.openai import parse_openai_reply
-from pytest_cardprobe.wire.openai_stream import parse_openai_stream
-from pytest_cardprobe.wire.shapes import check_reply
+from pytest_cardprobe.wire.ollama import ollama_body
 
 SERVER = "http://127.0.0.1:11434"
-CALL = {"name": "read_file", "arguments": {"path": "a.txt"}}
+CARD_TOOL = "render_adaptive_card"
+
+# -------------------------------------------------------------------- ids and function.index
+
+# The same structured call from each release: 0.11.4 sends `{"function": {name, arguments}}`,
+# 0.33.0 adds `id` and `function.index`; whole and streamed; and through /v1.
+CALLS = {
+    f"{OLD}-api-chat-tag-recipe": False,
+    f"{OLD}-api-chat-tag-recipe-stream": False,
+    f"{OLD}-api-chat-json-start-recipe": False,
+    f"{OLD}-api-chat-json-start-recipe-stream": False,
+    f"{NEW}-api-chat-json-start-recipe": True,
+    f"{NEW}-api-chat-json-start-recipe-stream": True,
+    f"{OLD}-v1-chat-call": True,
+    f"{OLD}-v1-chat-call-stream": True,
+    f"{NEW}-v1-chat-call": True,
+    f"{NEW}-v1-chat-call-stream": True,
+    "llama-server-v1-chat-call": True,
+    "llama-server-v1-chat-call-stream": True,
+}
 
 
-def ollama_call(index: bool, call_id: str | None) -> dict[str, Any]:
-    function: dict[str, Any] = {**({"index": 0} if index else {}), **CALL}
-    return {**({"id": call_id} if call_id else {}), "function": function}
+def wire_calls(name: str) -> list[dict[str, Any]]:
+    """The tool-call entries as the server wrote them (every chunk's, for a stream)."""
+    text = load(name)["response"]["body"]
+    found = []
+    for line in text.splitlines():
+        line = line.removeprefix("data: ")
+        if not line.startswith("{"):
+            continue
+        chunk = json.loads(line)
+        for part in [chunk.get("message") or {}] + [
+            c.get("delta") or c.get("message") or {} for c in chunk.get("choices") or []
+        ]:
+            found += part.get("tool_calls") or []
+    return found
 
 
-def ollama_whole(call: dict[str, Any]) -> str:
-    message = {"role": "assistant", "content": "", "tool_calls": [call]}
-    return json.dumps({"model": "m", "message": message, "done": True, "done_reason": "stop"})
-
-
-def ollama_stream(call: dict[str, Any]) -> str:
-    lines = [
-        {"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [call]}},
-        {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True},
-    ]
-    return "\n".join(json.dumps({"done": False, **line}) for line in lines) + "\n"
-
-
-@pytest.mark.parametrize("index", [True, False], ids=["index", "no-index"])
-@pytest.mark.parametrize("call_id", ["call_k2v8a1", None], ids=["id", "no-id"])
-@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_an_ollama_call_reads_the_same_with_or_without_index_and_id(
-    index: bool, call_id: str | None, stream: bool
-) -> None:
-    text = (ollama_stream if stream else ollama_whole)(ollama_call(index, call_id))
-    assert check_reply("ollama", stream, text)[0] is None
-    if stream:
-        reply = parse_ollama_stream(text.splitlines())
-    else:
-        reply = parse_ollama_reply(json.loads(text))
+@pytest.mark.parametrize("name", list(CALLS))
+def test_a_real_call_reads_the_same_with_or_without_id_and_index(name: str) -> None:
+    reply = reply_of(name)
     (call,) = reply.tool_calls
-    assert call == ToolCall("read_file", {"path": "a.txt"})
-    assert call.id == call_id  # kept, though not part of the call's equality
+    assert call.name == CARD_TOOL and call.arguments_error is None
+    assert call.arguments["body"][0]["type"] == "TextBlock"
+    # The id is kept (reports show it) but is no part of what the call is.
+    assert call == ToolCall(call.name, call.arguments)
+    sent = wire_calls(name)
+    assert (call.id is not None) == CALLS[name] == any("id" in c for c in sent)
+    if call.id:
+        assert call.id == next(c["id"] for c in sent if c.get("id"))
+        assert shown_calls(reply).startswith(f'tool_calls: [{{"id": "{call.id}", "name": ')
+    else:
+        assert shown_calls(reply).startswith('tool_calls: [{"name": ')
+    # `function.index` is there on 0.33.0's /api/chat and never on 0.11.4's: read either way.
+    indexed = any("index" in c.get("function", {}) for c in sent)
+    assert indexed == name.startswith(f"{NEW}-api-chat")
 
 
-def test_an_openai_call_keeps_its_id_whole_and_streamed() -> None:
-    call = {"id": "call_9", "type": "function", "function": {**CALL, "arguments": '{"path":"a"}'}}
-    body = {"choices": [{"index": 0, "message": {"tool_calls": [call]}, "finish_reason": "x"}]}
-    assert parse_openai_reply(body).tool_calls[0].id == "call_9"
-    event = {"choices": [{"index": 0, "delta": {"tool_calls": [{**call, "index": 0}]}}]}
-    lines = [f"data: {json.dumps(event)}", "data: [DONE]"]
-    assert parse_openai_stream(lines).tool_calls[0].id == "call_9"
+def test_each_release_routes_its_recipe_call_alike() -> None:
+    old = answer_of(reply_of(f"{OLD}-api-chat-tag-recipe"), "tool", CARD_TOOL)
+    new = answer_of(reply_of(f"{NEW}-api-chat-json-start-recipe"), "tool", CARD_TOOL)
+    assert old.route == new.route == "tool_calls"
+    assert json.loads(old.text)[0]["type"] == json.loads(new.text)[0]["type"] == "TextBlock"
 
 
-def reshaped_v1_stream() -> str:
-    """The ``/v1`` stream as Ollama 0.32.6 and OpenAI send it: the finish reason on its own
-    chunk with an empty delta, then the usage in a chunk with no choice at all."""
-    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m"}
+# ------------------------------------------------------------------------ the loop's messages
 
-    def delta(value: dict[str, Any], **more: Any) -> dict[str, Any]:
-        return {"choices": [{"index": 0, "delta": value, **more}]}
+LOOP_RESULT = "Meeting moved to 10:30 on Thursday."
+RESULTS = (ScriptedResult("read_file", (), LOOP_RESULT),)
 
-    def part(function: dict[str, str], **more: Any) -> dict[str, Any]:
-        return delta({"tool_calls": [{"index": 0, **more, "function": function}]})
 
-    events = [
-        delta({"role": "assistant", "content": ""}),
-        part({"name": "f"}, id="call_1", type="function"),
-        part({"arguments": '{"a":'}),
-        part({"arguments": "1}"}),
-        delta({}, finish_reason="tool_calls"),
-        {"choices": [], "usage": {"prompt_tokens": 31, "completion_tokens": 12}},
+def without_index(message: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message with `function.index` left out of its calls (0.33.0 sends it;
+    the plugin does not send it back: the server reads the calls in order)."""
+    calls = [
+        {**c, "function": {k: v for k, v in c["function"].items() if k != "index"}}
+        for c in message["tool_calls"]
     ]
-    lines = [f"data: {json.dumps({**head, **e}, separators=(',', ':'))}" for e in events]
-    return "\n\n".join([*lines, "data: [DONE]"]) + "\n\n"
+    return {**message, "tool_calls": calls}
 
 
-def test_the_reshaped_v1_stream_is_read_whole_with_its_usage() -> None:
-    text = reshaped_v1_stream()
-    assert check_reply("openai", True, text) == (None, None)
-    reply = parse_openai_stream(text.splitlines())
-    assert reply.tool_calls == (ToolCall("f", {"a": 1}),)
-    assert reply.tool_calls[0].id == "call_1"
-    assert reply.finish_reason == "tool_calls"
-    # The usage chunk has no choice; its figures still reach the report.
-    assert server_figures(reply.raw) == {"prompt_tokens": 31, "generated_tokens": 12}
+@pytest.mark.parametrize("release", [OLD, NEW])
+def test_the_loop_sends_back_what_the_real_server_was_sent(release: str) -> None:
+    """Turn 2 of the captured loop is the request its server answered; the plugin's own
+    turn 2, built from the captured turn 1 reply, carries the same messages: the call with
+    the id the server gave (0.33.0) and a tool message with `tool_name` and `tool_call_id`."""
+    first = reply_of(f"{release}-api-chat-loop-turn1")
+    turn = turn_of(first, ["read_file"], generated(first))
+    assert turn.route == "tool_calls"
+    assistant, tool = feedback_messages("ollama", first, turn, RESULTS, 0)
+    sent = load(f"{release}-api-chat-loop-turn2")["request"]["body"]["messages"]
+    # The capture sent an empty content beside the call; the plugin sends the reply's own.
+    assert assistant == {**without_index(sent[1]), "content": first.content}
+    assert tool == sent[2]
+    assert ("tool_call_id" in tool) == (release == NEW) == ("id" in assistant["tool_calls"][0])
+    assert tool["tool_name"] == "read_file"  # Ollama's own key stays
+    # What the server then answered is a plain text turn.
+    for name in (f"{release}-api-chat-loop-turn2", f"{release}-api-chat-loop-turn2-stream"):
+        second = reply_of(name)
+        assert turn_of(second, ["read_file"], generated(second)).route == "content"
+
+
+@pytest.mark.parametrize("release", [OLD, NEW])
+def test_the_v1_loop_quotes_the_servers_call_id(release: str) -> None:
+    first = reply_of(f"{release}-v1-chat-loop-turn1")
+    turn = turn_of(first, ["read_file"], generated(first))
+    assistant, tool = feedback_messages("openai", first, turn, RESULTS, 0)
+    sent = load(f"{release}-v1-chat-loop-turn2")["request"]["body"]["messages"]
+    assert tool == sent[2]
+    assert assistant["tool_calls"][0]["id"] == sent[1]["tool_calls"][0]["id"]
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == json.loads(
+        sent[1]["tool_calls"][0]["function"]["arguments"]
+    )
+
+
+def loop_turn2(release: str, call_id: str | None) -> ChatRequest:
+    """The plugin's turn 2 of the captured loop, as if the server had given ``call_id``."""
+    first = reply_of(f"{release}-api-chat-loop-turn1")
+    calls = tuple(ToolCall(c.name, c.arguments, id=call_id) for c in first.tool_calls)
+    reply = ChatReply(first.content, tool_calls=calls)
+    extra = feedback_messages("ollama", reply, ModelTurn("tool_calls", calls, ""), RESULTS, 0)
+    body = load(f"{release}-api-chat-loop-turn1")["request"]["body"]
+    return ChatRequest(
+        model=body["model"], messages=[*body["messages"], *extra], tools=body["tools"]
+    )
+
+
+def test_a_loop_recorded_with_one_call_id_replays_with_another(tmp_path: Path) -> None:
+    client = ChatClient(ClientSettings(base_url=SERVER))
+    recorded, asked = loop_turn2(NEW, "call_vbx9ir4s"), loop_turn2(NEW, "call_q0z8k2aa")
+    assert recorded.messages != asked.messages  # the ids differ on the wire ...
+    prints = fingerprint(asked)
+    assert fingerprint(recorded) == prints  # ... and nowhere else
+    path = cassette(tmp_path, client.wire_request(recorded)[2], prints)
+    assert replays(path, client.wire_request(asked)[2], prints)
+    # A recording from 0.11.4, whose calls had no id, is the same request too.
+    assert request_meaning(client.wire_request(loop_turn2(OLD, None))[2]) == request_meaning(
+        client.wire_request(loop_turn2(OLD, "call_x"))[2]
+    )
+
+
+# ------------------------------------------------------------------------------- thinking
+
+
+def test_split_thinking_and_content_chunks_add_up_to_the_whole_reply() -> None:
+    """0.33.0 streams thinking and content in chunks of their own; assembled, the stream is
+    the reply the same request got whole, and only content pieces count as shown text."""
+    stream = reply_of(f"{NEW}-api-chat-think-on-stream")
+    whole = reply_of(f"{NEW}-api-chat-think-on")
+    body = load(f"{NEW}-api-chat-think-on-stream")["response"]["body"]
+    chunks = [json.loads(line) for line in body.splitlines()]
+    thought = "".join(c["message"].get("thinking", "") for c in chunks)
+    assert thought and stream.thinking == thought == whole.thinking
+    assert stream.content == whole.content == "6"
+    assert stream.pieces == ("6",)
+    answer = answer_of(stream, "prose", None)
+    assert (answer.route, answer.text, answer.thinking) == ("content", "6", "")
+
+
+def test_0_11_leaves_thinking_in_the_content_where_0_33_parses_it() -> None:
+    old = reply_of(f"{OLD}-api-chat-think-on-stream")
+    assert old.thinking == "" and "</think>" in old.content
+    # Sent think:false, 0.33.0 does not parse: the model's <think> block stays in the content,
+    # and the judge reads the answer after it.
+    off = reply_of(f"{NEW}-api-chat-think-off")
+    assert off.thinking == "" and off.content.startswith("<think>")
+    answer = answer_of(off, "prose", None)
+    assert answer.thinking and "<think>" not in answer.text
 
 
 @pytest.mark.parametrize("think", ["off", "on", "low", "medium", "high", "max"])
 def test_ollama_is_always_told_whether_to_think(think: str) -> None:
-    # Ollama 0.12.4 and later think by default when ``think`` is absent: it is never absent.
+    # Ollama 0.12.4 and later think by default when ``think`` is absent (the captured
+    # 0.33.0 think-default reply has `thinking`, 0.11.4's has none): it is never absent.
     request = ChatRequest(model="m", messages=[{"role": "user", "content": "q"}], think=think)
     body = ollama_body(request, stream=False, keep_alive="5m")
     expected = {"off": False, "on": True}.get(think, think)
     assert "think" in body and body["think"] == expected
     client = ChatClient(ClientSettings(base_url=SERVER))
     assert json.loads(json_body(client.payload(request)[1]))["think"] == expected
+    assert reply_of(f"{NEW}-api-chat-think-default").thinking
+    assert not reply_of(f"{OLD}-api-chat-think-default").thinking
+
+
+# --------------------------------------------------------------------------- the /v1 stream
+
+
+# llama-server's call recipe stops at </tool_call>: no call cut by the limit was captured.
+V1_PAIRS = [
+    (server, what)
+    for server in (OLD, NEW, "llama-server")
+    for what in ("plain", "length", "call", "call-length")
+    if (server, what) != ("llama-server", "call-length")
+]
+
+
+@pytest.mark.parametrize(("server", "what"), V1_PAIRS)
+def test_the_v1_stream_reads_as_the_whole_reply(server: str, what: str) -> None:
+    """0.33.0 (and llama-server) send the finish reason on an empty delta and the usage in a
+    `choices: []` chunk; 0.11.4 put the finish reason beside an empty content. Each stream
+    assembles into what the same request got whole, figures included."""
+    stream = reply_of(f"{server}-v1-chat-{what}-stream")
+    whole = reply_of(f"{server}-v1-chat-{what}")
+    assert stream.finish_reason == whole.finish_reason
+    assert stream.content == whole.content
+    assert [(c.name, c.arguments) for c in stream.tool_calls] == [
+        (c.name, c.arguments) for c in whole.tool_calls
+    ]
+    figures = server_figures(stream.raw)
+    assert figures["generated_tokens"] == server_figures(whole.raw)["generated_tokens"] > 0
+
+
+def test_a_call_cut_by_the_token_limit_is_length_not_tool_calls() -> None:
+    """0.33.0's `/v1`: a call cut by `max_tokens` ends `length` (which wins over
+    `tool_calls`), its text left in the content; judged as cut, not as a call."""
+    reply = reply_of(f"{NEW}-v1-chat-call-length-stream")
+    assert reply.finish_reason == "length" and not reply.tool_calls
+    assert reply.content.startswith('{\n  "name": "render_adapt')
+    answer = answer_of(reply, "tool", CARD_TOOL, generated(reply))
+    assert answer.route == "content" and answer.swallowed is None
+
+
+def test_the_usage_chunk_has_no_choice_and_still_reaches_the_report() -> None:
+    body = load(f"{NEW}-v1-chat-plain-stream")["response"]["body"]
+    events = [json.loads(b[6:]) for b in body.split("\n\n") if b.startswith("data: {")]
+    usage = events[-1]
+    assert usage["choices"] == [] and events[-2]["choices"][0]["delta"] == {}
+    reply = reply_of(f"{NEW}-v1-chat-plain-stream")
+    assert reply.finish_reason == "stop"
+    assert server_figures(reply.raw)["generated_tokens"] == usage["usage"]["completion_tokens"]
+    assert server_figures(reply.raw)["prompt_tokens"] == usage["usage"]["prompt_tokens"]
 
 
 # ------------------------------------------------------------------------------ matching
-
-
-def loop_request(ids: tuple[str, str]) -> dict[str, Any]:
-    """The second turn of an OpenAI-wire tool loop, quoting the server's call ids."""
-    calls = [
-        {"id": i, "type": "function", "function": {"name": "f", "arguments": '{"n":1}'}}
-        for i in ids
-    ]
-    return {
-        "model": "m",
-        "messages": [
-            {"role": "user", "content": "q"},
-            {"role": "assistant", "content": "", "tool_calls": calls},
-            *({"role": "tool", "tool_call_id": i, "content": "r"} for i in ids),
-        ],
-        "stream": False,
-    }
 
 
 def cassette(tmp_path: Path, body: str, prints: dict[str, str]) -> Path:
@@ -167,19 +295,43 @@ def replays(path: Path, body: str, prints: dict[str, str]) -> bool:
     return status == 200
 
 
+def with_ids(body: dict[str, Any], ids: str) -> dict[str, Any]:
+    """``body`` (a captured /v1 loop turn 2) with its call ids replaced by ``ids``."""
+    text = json.dumps(body, ensure_ascii=False)
+    for old in {c["id"] for m in body["messages"] for c in m.get("tool_calls", [])}:
+        text = text.replace(old, ids)
+    changed: dict[str, Any] = json.loads(text)
+    return changed
+
+
 def test_tool_call_ids_are_left_out_of_matching_and_fingerprints(tmp_path: Path) -> None:
-    recorded, asked = loop_request(("call_a1", "call_a2")), loop_request(("call_z8", "call_z9"))
-    as_request = ChatRequest(model="m", messages=asked["messages"])
-    prints = fingerprint(as_request)
+    # The request the real 0.33.0 answered, quoting the id it gave (call_wt4fn5vv), and the
+    # same turn of a later run whose call got another id.
+    recorded = load(f"{NEW}-v1-chat-loop-turn2")["request"]["body"]
+    asked = with_ids(recorded, "call_z8y7x6w5")
+    assert "call_wt4fn5vv" in json_body(recorded) and "call_wt4fn5vv" not in json_body(asked)
+    prints = fingerprint(ChatRequest(model="m", messages=asked["messages"]))
     assert fingerprint(ChatRequest(model="m", messages=recorded["messages"])) == prints
     assert request_meaning(json_body(recorded)) == request_meaning(json_body(asked))
-    path = cassette(tmp_path, json_body(recorded), prints)
+    path = cassette(tmp_path, json.dumps(recorded, ensure_ascii=False), prints)
     assert replays(path, json_body(asked), prints)
     # The ids are all that is left out: another tool result is another request.
-    changed = loop_request(("call_z8", "call_z9"))
+    changed = with_ids(recorded, "call_z8y7x6w5")
     changed["messages"][-1]["content"] = "other"
     with pytest.raises(Exception, match="stale cassette"):
         replays(path, json_body(changed), prints)
+
+
+@pytest.mark.parametrize("name", [f"{NEW}-api-chat-loop-turn2", f"{NEW}-api-chat-tag-recipe"])
+def test_a_captured_request_replays_whatever_its_key_order(tmp_path: Path, name: str) -> None:
+    """The capture wrote its request with `json.dumps` (spaces, its own key order); the
+    plugin writes compact JSON. Matching reads meaning, so neither the spacing nor any key
+    order (0.14.0 keeps argument and schema key order as sent) makes the recording stale."""
+    body = load(name)["request"]["body"]
+    prints = {"model": "m"}
+    path = cassette(tmp_path, json.dumps(body, ensure_ascii=False), prints)
+    for seed in range(5):
+        assert replays(path, json_body(shuffled(body, random.Random(seed))), prints)
 
 
 def test_ids_are_dropped_only_where_calls_carry_them() -> None:

@@ -9,7 +9,9 @@ is :mod:`judge.matchers`, the schema check :mod:`judge.argschema`, pairing unord
 The checks run in a fixed order and the first failure decides the class, so one reply
 always gets one label (README, "Your own tools"). Every label starts with its class:
 
-1. ``malformed``: a text-written call that recovery refused, or arguments that do not decode.
+1. ``malformed``: a text-written call that recovery refused, or arguments that do not decode;
+   a swallowed turn (tokens generated, no call, no answer) is malformed too, labelled
+   ``swallowed: N tokens generated, …``.
 2. ``no_call`` cases: any call is an ``over_call``; else the final text is checked.
 3. ``declined``: no call where one was expected.
 4. ``unknown_tool``: a call to a name nobody declared.
@@ -64,8 +66,9 @@ class ModelTurn:
     """One assistant turn as the call judge sees it.
 
     ``route`` says how its calls travelled (``tool_calls``, ``recovered`` or ``content`` when
-    there were none); ``refused`` is set when text looked like a call to a declared tool
-    but could not be read (recovery refuses instead of repairing).
+    there were none, ``swallowed`` when the server generated tokens and delivered neither);
+    ``refused`` is set when text looked like a call to a declared tool but could not be read
+    (recovery refuses instead of repairing).
     """
 
     route: str
@@ -73,6 +76,8 @@ class ModelTurn:
     content: str  # the answer, without a leading <think> block
     refused: str | None = None
     thinking: str = ""  # that block's text: reported, never judged
+    # Route ``swallowed``: tokens generated, no call and no answer delivered; its label.
+    swallowed: str | None = None
 
 
 def _label(text: str) -> str:
@@ -197,6 +202,8 @@ def judge_calls(
     if not turns:
         raise ValueError("judge_calls needs at least one turn")
     for turn in turns:
+        if turn.swallowed:
+            return _fail(turn.swallowed, FailureClass.MALFORMED)
         if turn.refused:
             return _fail(f"malformed {turn.refused}", FailureClass.MALFORMED)
         for call in turn.calls:

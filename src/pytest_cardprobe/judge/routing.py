@@ -28,6 +28,8 @@ class Answer:
     refused: str | None = None
     # Reasoning found in the content (a leading <think> block): reported, never judged.
     thinking: str = ""
+    # Route ``swallowed``: the label saying what the server dropped (see :func:`swallowed`).
+    swallowed: str | None = None
 
 
 _THINK_OPEN = "<think>"
@@ -57,10 +59,62 @@ def _body_text(arguments: dict[str, object]) -> str:
     return json.dumps(arguments["body"], ensure_ascii=False)
 
 
-def answer_of(reply: ChatReply, channel: str, tool_name: str | None) -> Answer:
-    """The route and judged text of ``reply`` on ``channel``."""
+# What a server's tool-call parser holds back, spaces left out: a reply whose content is
+# nothing but one of these, or a beginning of one, carried neither an answer nor its call.
+_WRAPPERS: tuple[str, ...] = (
+    '{"tag":"<tool_call>"',
+    '{"name":"',
+    "<tool_call></tool_call>",
+    "[TOOL_CALLS]",
+    "<|python_tag|>",
+)
+
+
+def wrapper_fragment(content: str) -> bool:
+    """True when ``content`` is only a bare fragment of a tool-call wrapper: ``{"tag": "``
+    (Ollama 0.33.0 under the tag recipe), a lone ``<tool_call>``, a lone ``{``."""
+    squeezed = "".join(content.split())
+    return bool(squeezed) and any(w.startswith(squeezed) for w in _WRAPPERS)
+
+
+def swallowed(reply: ChatReply, generated: float | None, tools: bool) -> str | None:
+    """The label of a reply whose call the server dropped, else None.
+
+    The server says it generated tokens (``generated``: Ollama's ``eval_count``, the
+    OpenAI-compatible ``completion_tokens``), yet the reply carries no tool call and no
+    content, or (when the request declared ``tools``) content that is only a fragment of a
+    call wrapper. More than one token: a reply that ends at once still counts its
+    end-of-turn token. Not a reply the token limit cut (that is ``truncated``), nor one whose
+    tokens went into its reasoning.
+    """
+    if reply.tool_calls or reply.finish_reason == "length" or not generated or generated <= 1:
+        return None
     content, thinking = split_reasoning(reply.content)
-    if channel != "tool" or not tool_name:
+    if reply.thinking.strip() or thinking:
+        return None
+    tokens = f"swallowed: {generated:.0f} tokens generated"
+    if not content.strip():
+        return f"{tokens}, no content and no tool call"
+    if tools and wrapper_fragment(content):
+        shown = " ".join(content.split())
+        return f"{tokens}, content only a tool-call fragment '{shown}', no tool call"[:120]
+    return None
+
+
+def answer_of(
+    reply: ChatReply, channel: str, tool_name: str | None, generated: float | None = None
+) -> Answer:
+    """The route and judged text of ``reply`` on ``channel``.
+
+    ``generated`` is the server's count of tokens generated for it, when it gave one: a
+    reply that spent them and delivered nothing is route ``swallowed`` (:func:`swallowed`).
+    """
+    content, thinking = split_reasoning(reply.content)
+    tools = channel == "tool" and bool(tool_name)
+    dropped = swallowed(reply, generated, tools)
+    if dropped:
+        return Answer("swallowed", "", thinking=thinking, swallowed=dropped)
+    if not tools or not tool_name:
         return Answer("content", content, thinking=thinking)
     for call in reply.tool_calls:
         if call.name == tool_name:
@@ -79,12 +133,13 @@ def answer_of(reply: ChatReply, channel: str, tool_name: str | None) -> Answer:
     return Answer("content", content, thinking=thinking)
 
 
-def turn_of(reply: ChatReply, declared: Sequence[str]) -> ModelTurn:
+def turn_of(reply: ChatReply, declared: Sequence[str], generated: float | None = None) -> ModelTurn:
     """A call suite's view of one reply: its calls and the route they took.
 
     Structured ``tool_calls`` win; otherwise calls to *declared* tools written as text are
     recovered (docs/design.md §6); text that tried to call one and cannot be read is refused,
-    never repaired.
+    never repaired. A reply that generated tokens (``generated``, the server's count) and
+    delivered neither a call nor an answer is route ``swallowed`` (:func:`swallowed`).
     """
     from pytest_cardprobe.judge.call import ModelTurn
     from pytest_cardprobe.judge.recovery import recover_tool_calls
@@ -93,6 +148,9 @@ def turn_of(reply: ChatReply, declared: Sequence[str]) -> ModelTurn:
     content, thinking = split_reasoning(reply.content)
     if reply.tool_calls:
         return ModelTurn("tool_calls", reply.tool_calls, content, thinking=thinking)
+    dropped = swallowed(reply, generated, bool(declared))
+    if dropped:
+        return ModelTurn("swallowed", (), content, thinking=thinking, swallowed=dropped)
     recovery = recover_tool_calls(content, list(declared))
     if recovery.error:
         return ModelTurn("content", (), content, refused=recovery.error, thinking=thinking)

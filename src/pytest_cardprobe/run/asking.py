@@ -132,8 +132,15 @@ class OneTurn:
         except InfraError as exc:
             return infra_record(index, exc), None
         names = self.request.tool_names
-        answer = answer_of(reply, self.channel, names[0] if names else None)
-        verdict = refused_verdict(answer.refused) if answer.refused else self.judge(answer.text)
+        found = figures(reply, wall)
+        tool = names[0] if names else None
+        answer = answer_of(reply, self.channel, tool, found.get("generated_tokens"))
+        if answer.swallowed:
+            verdict = Verdict(False, answer.swallowed, FailureClass.MALFORMED)
+        elif answer.refused:
+            verdict = refused_verdict(answer.refused)
+        else:
+            verdict = self.judge(answer.text)
         verdict = truncated_verdict(verdict, reply.finish_reason)
         shown = answer.text if answer.route == "content" else reply.content
         if answer.route == "tool_calls":
@@ -141,7 +148,7 @@ class OneTurn:
         record = SampleRecord.from_verdict(index, answer.route, verdict, shown, reply.finish_reason)
         reasoning = "\n".join(t for t in (reply.thinking.strip(), answer.thinking) if t)
         record.thinking = trim(reasoning)
-        record.figures = figures(reply, wall)
+        record.figures = found
         if reply.pieces:
             record.stream = exposure(reply.pieces, names)
         return record, reply

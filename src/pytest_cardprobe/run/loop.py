@@ -21,9 +21,12 @@ def feedback_messages(
     """The messages that hand a turn's calls back to the model with their scripted results.
 
     The assistant's calls come first, then one ``role: tool`` message per call, in call
-    order. Ollama names the tool (``tool_name``) and takes arguments as an object; the
-    OpenAI wire quotes the call's id (``tool_call_id``) and takes arguments as a JSON string.
-    A call the server gave no id (or one recovered from text) gets ``call_<turn>_<n>``.
+    order. Ollama names the tool (``tool_name``) and takes arguments as an object; where the
+    server gave a call an id (Ollama 0.12.10 and later), the call carries it back and its
+    result quotes it as ``tool_call_id``, as Ollama's own clients do; a call without one
+    (older releases, or a call recovered from text) goes back without either. The OpenAI
+    wire always quotes the call's id (``tool_call_id``) and takes arguments as a JSON string;
+    a call the server gave no id there gets ``call_<turn>_<n>``.
     """
     answers = [scripted_result(call, results) for call in turn.calls]
     if api == "openai":
@@ -52,13 +55,19 @@ def feedback_messages(
         "role": "assistant",
         "content": reply.content,
         "tool_calls": [
-            {"function": {"name": call.name, "arguments": call.arguments}} for call in turn.calls
+            {**call_id(call), "function": {"name": call.name, "arguments": call.arguments}}
+            for call in turn.calls
         ],
     }
     return [
         assistant,
         *(
-            {"role": "tool", "tool_name": call.name, "content": answer}
+            {
+                "role": "tool",
+                "tool_name": call.name,
+                "content": answer,
+                **({"tool_call_id": call.id} if call.id else {}),
+            }
             for call, answer in zip(turn.calls, answers, strict=True)
         ),
     ]
@@ -131,12 +140,13 @@ class ToolLoop:
                 reply, wall = self.exchange.send(request, self.server, self.live)
             except InfraError as exc:
                 return infra_record(index, exc), None
-            turn = turn_of(reply, probe.suite.tool_names)
+            found = figures(reply, wall)
+            turn = turn_of(reply, probe.suite.tool_names, found.get("generated_tokens"))
             turns.append(turn)
             shown.append(shown_turn(number, turn, expect.multi_turn))
             reasoning.extend(t for t in (reply.thinking.strip(), turn.thinking) if t)
             # A loop's figures are its turns' added up (tokens, durations, wall time).
-            for key, value in figures(reply, wall).items():
+            for key, value in found.items():
                 added[key] = added.get(key, 0.0) + value
             if reply.pieces:
                 for key, value in exposure(reply.pieces, probe.suite.tool_names).items():

@@ -38,7 +38,7 @@ from pytest_cardprobe.wire.errors import (
     RequestRejected,
     Unsupported,
 )
-from pytest_cardprobe.wire.identity import model_identity, server_identity, server_line
+from pytest_cardprobe.wire.identity import model_identity, server_change, server_identity
 from pytest_cardprobe.wire.redact import redact_url
 from pytest_cardprobe.wire.slots import server_slot
 
@@ -292,12 +292,7 @@ class Runtime:
             old, new = before["model"].get("digest"), identity.get("digest")
             if old and new and old != new:
                 result.model_changed = f"{old} → {new}"
-            if (
-                before["server"]
-                and serving
-                and server_line(before["server"]) != server_line(serving)
-            ):
-                result.server_changed = f"{server_line(before['server'])} → {server_line(serving)}"
+            result.server_changed = server_change(before["server"], serving)
             if not unsupported:
                 result.warmup = self.warm_up(request, server)
         with self.backend.open(

@@ -24,7 +24,7 @@ def classes_of(channel: str) -> tuple[str, ...]:
     return CALL_FAILURE_CLASSES if channel == CALL_CHANNEL else FAILURE_CLASSES
 
 
-ROUTES: tuple[str, ...] = ("tool_calls", "recovered", "content")
+ROUTES: tuple[str, ...] = ("tool_calls", "recovered", "content", "swallowed")
 
 
 @dataclass
@@ -68,9 +68,7 @@ class ArmScore:
     unscored: int = 0  # cases left without a verdict: infra or a test error
     unsupported: int = 0
     calls: int = 0  # samples that produced a reply
-    routes: dict[str, int] = field(
-        default_factory=lambda: {"tool_calls": 0, "recovered": 0, "content": 0}
-    )
+    routes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0))
     failures: dict[str, int] = field(default_factory=dict)
     # Samples that passed, per route: with ``routes`` this splits the pass rate by route.
     route_passed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ROUTES, 0))

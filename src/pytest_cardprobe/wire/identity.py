@@ -108,6 +108,26 @@ def server_identity(client: ChatClient) -> dict[str, str]:
     return {"kind": "ollama", "version": ""}
 
 
+def _shown(value: object) -> str:
+    # A cassette's metadata is the team's file, not ours: one printable line, cut short.
+    text = str(value)[:80]
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
 def server_line(identity: dict[str, str]) -> str:
     """``ollama 0.33.0`` as reports show a server identity (``?`` for an unknown version)."""
-    return f"{identity.get('kind', '?')} {identity.get('version') or '?'}"
+    return f"{_shown(identity.get('kind', '?'))} {_shown(identity.get('version') or '?')}"
+
+
+def server_change(recorded: dict[str, str], serving: dict[str, str]) -> str | None:
+    """What reports say when a live run finds another server than the recording's:
+    ``ollama 0.11.4 → 0.33.0`` (the kind said once when it stayed), ``ollama 0.33.0 →
+    llama-server b6123`` when it did not; None when either side is unknown or they agree."""
+    if not recorded or not serving:
+        return None
+    old, new = server_line(recorded), server_line(serving)
+    if old == new:
+        return None
+    if recorded.get("kind") == serving.get("kind"):
+        new = _shown(serving.get("version") or "?")
+    return f"{old} → {new}"
