@@ -93,7 +93,10 @@ def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found:
         return found
-    message = "chromium is not installed (scripts/setup-tests installs it; Debian: apt-get install -y chromium)"
+    message = (
+        "chromium is not installed (scripts/setup-tests installs it; "
+        "Debian: apt-get install -y chromium)"
+    )
     if os.environ.get("CARDPROBE_REQUIRE_LIVE") == "1":
         pytest.fail(message)
     pytest.skip(message)

@@ -65,8 +65,8 @@ def test_a_bug_of_the_plugin_is_reported_as_one_without_frame_arguments(
     # process of its own: the edit would break the modules of this one.)
     recorded.makeconftest("import pytest_cardprobe.run.asking as asking\nasking.answer_of = None\n")
     result = recorded.runpytest_subprocess(
-        "-p", "no:cacheprovider", "cases", *ONE, "--cardprobe-server", SERVER, "--junitxml=junit.xml",
-        "--cardprobe-json=report.json",
+        "-p", "no:cacheprovider", "cases", *ONE, "--cardprobe-server", SERVER,
+        "--junitxml=junit.xml", "--cardprobe-json=report.json",
     )  # fmt: skip
     data = json.loads((recorded.path / "report.json").read_text())
     assert result.ret == pytest.ExitCode.TESTS_FAILED

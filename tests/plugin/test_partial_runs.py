@@ -157,8 +157,8 @@ def test_a_suite_file_may_not_record_over_another_files_cassettes(
     for dist in ([], ["-n", "2"]):
         with fault_server() as server:
             result = recorded.runpytest(
-                "-p", "no:cacheprovider", "cases/other.yaml", "--live", "--cardprobe-server", server.url,
-                "-k", "time", *dist,
+                "-p", "no:cacheprovider", "cases/other.yaml", "--live",
+                "--cardprobe-server", server.url, "-k", "time", *dist,
             )  # fmt: skip
         assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
         result.stderr.fnmatch_lines(
@@ -171,8 +171,8 @@ def test_a_suite_file_may_not_record_over_another_files_cassettes(
     # The file the cassettes belong to records (and replays) as before.
     with fault_server() as server:
         result = recorded.runpytest(
-            "-p", "no:cacheprovider", "cases/cards.yaml", "--live", "--cardprobe-server", server.url,
-            "-k", "time and prose and cold", "--cardprobe-samples", "1", "--cardprobe-no-warmup",
+            "-p", "no:cacheprovider", "cases/cards.yaml", "--live",
+            "--cardprobe-server", server.url, "-k", "time and prose and cold", "--cardprobe-samples", "1", "--cardprobe-no-warmup",
         )  # fmt: skip
     assert result.ret != pytest.ExitCode.USAGE_ERROR, result.stderr.str()
     assert server.chats  # it was asked
