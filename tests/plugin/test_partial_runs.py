@@ -172,7 +172,8 @@ def test_a_suite_file_may_not_record_over_another_files_cassettes(
     with fault_server() as server:
         result = recorded.runpytest(
             "-p", "no:cacheprovider", "cases/cards.yaml", "--live",
-            "--cardprobe-server", server.url, "-k", "time and prose and cold", "--cardprobe-samples", "1", "--cardprobe-no-warmup",
+            "--cardprobe-server", server.url, "-k", "time and prose and cold",
+            "--cardprobe-samples", "1", "--cardprobe-no-warmup",
         )  # fmt: skip
     assert result.ret != pytest.ExitCode.USAGE_ERROR, result.stderr.str()
     assert server.chats  # it was asked
