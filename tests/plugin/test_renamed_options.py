@@ -101,6 +101,24 @@ def test_several_old_spellings_under_xdist_are_one_warning(recorded: pytest.Pyte
     assert "±3" in out
 
 
+@pytest.mark.parametrize("how", ["-W", "ini"])
+def test_an_old_spelling_under_warnings_as_errors_is_a_usage_error(
+    recorded: pytest.Pytester, how: str
+) -> None:
+    """``filterwarnings = error`` is common; the warning must not become an INTERNALERROR."""
+    args: tuple[str, ...] = ("-W", "error") if how == "-W" else ()
+    if how == "ini":
+        recorded.makeini("[pytest]\ncardprobe_models = smollm2:135m\nfilterwarnings = error\n")
+    result = recorded.runpytest_subprocess(
+        "-p", "no:cacheprovider", "cases", *args, "-k", "date and prose and cold", "--samples", "1"
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    err = result.stderr.str()
+    assert "renamed option: --samples is now --cardprobe-samples" in err
+    assert "made an error by this run's warning filters" in err
+    assert "INTERNALERROR" not in result.stdout.str() + err
+
+
 # ------------------------------------------------------------------ beside pytest-recording
 
 FAKE_RECORDING = '''

@@ -198,6 +198,29 @@ def _find(config: pytest.Config, spec: Spec) -> _Found:
     return _Found(spec.default, "default")
 
 
+def _warn_renamed(config: pytest.Config, renamed: list[tuple[str, str]]) -> None:
+    """One warning for the old spellings used; a usage error where warnings are errors.
+
+    Under ``-W error`` or ``filterwarnings = error`` pytest raises the warning itself, which
+    would end the run in an INTERNALERROR; the user gets the same words as a usage error.
+    """
+    words = (
+        "renamed option"
+        + ("s" if len(renamed) > 1 else "")
+        + ": "
+        + "; ".join(f"{old} is now {new}" for old, new in renamed)
+    )
+    try:
+        config.issue_config_time_warning(
+            CardprobeDeprecationWarning(words + " (the old spelling still works for now)"),
+            stacklevel=2,
+        )
+    except CardprobeDeprecationWarning:
+        raise pytest.UsageError(
+            words + " (a warning, made an error by this run's warning filters)"
+        ) from None
+
+
 def resolve_settings(config: pytest.Config) -> Settings:
     """Options win over ini keys, ini keys over defaults; read once, in ``pytest_configure``."""
     found = {spec.name: _find(config, spec) for spec in SPECS}
@@ -214,16 +237,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     command_line = frozenset(n for n, f in found.items() if f.source.startswith("--"))
     renamed = [(f.source, BY_FLAG[f.source]) for f in found.values() if f.source in OLD_FLAGS]
     if renamed and not hasattr(config, "workerinput"):
-        config.issue_config_time_warning(
-            CardprobeDeprecationWarning(
-                "renamed option"
-                + ("s" if len(renamed) > 1 else "")
-                + ": "
-                + "; ".join(f"{old} is now {new}" for old, new in renamed)
-                + " (the old spelling still works for now)"
-            ),
-            stacklevel=2,
-        )
+        _warn_renamed(config, renamed)
     live = bool(fields.pop("live"))
     typed_mode = fields["record_mode"] if "record_mode" in command_line else None
     fields["record_mode"] = _record_mode(live, typed_mode)
