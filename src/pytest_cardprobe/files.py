@@ -43,8 +43,13 @@ def write_atomically(path: Path, text: str) -> None:
     A run killed between the two leaves ``path`` as it was plus a hidden temporary file;
     the next write of the same path removes such leftovers. A new file gets the mode the
     umask gives (``0o666 & ~umask``); a file that existed keeps its mode, and its owner and
-    group where this process may set them (root may; others keep their own).
+    group where this process may set them (root may; others keep their own). A symbolic
+    link is written through: the file it points at gets the new text, the link stays.
     """
+    if path.is_symlink():
+        # Write through the link, as an editor would: a linked config or baseline stays a
+        # link to the file it names.
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
         with contextlib.suppress(OSError):

@@ -64,3 +64,18 @@ def test_an_existing_file_keeps_its_owner(tmp_path: Path) -> None:
     write_atomically(target, "new\n")
     info = target.stat()
     assert (info.st_uid, info.st_gid) == (4242, 4343)
+
+
+def test_a_symbolic_link_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+    """A config or baseline kept elsewhere and linked in stays linked (found by review)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    target = shared / "pytest.ini"
+    target.write_text("[pytest]\n")
+    target.chmod(0o664)
+    link = tmp_path / "pytest.ini"
+    link.symlink_to("shared/pytest.ini")
+    write_atomically(link, "[pytest]\naddopts = -q\n")
+    assert link.is_symlink()
+    assert target.read_text() == "[pytest]\naddopts = -q\n"
+    assert (target.stat().st_mode & 0o777) == 0o664

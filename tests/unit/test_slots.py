@@ -96,6 +96,21 @@ def test_the_slot_folder_is_per_user_and_private(
     assert slot_dir() == runtime / "cardprobe-slots"
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
+def test_an_xdg_runtime_dir_of_another_user_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``su``/``sudo -E`` pass on the first user's XDG_RUNTIME_DIR; it is not ours to use."""
+    runtime = tmp_path / "run-of-another-user"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, 65534, 65534)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert slot_dir() == tmp_path / f"cardprobe-slots-{os.getuid()}"
+    with server_slot("http://s:1", 1):
+        pass
+
+
 def test_a_slot_folder_open_to_others_is_repaired(tmp_path: Path) -> None:
     folder = tmp_path / "slots"
     folder.mkdir()

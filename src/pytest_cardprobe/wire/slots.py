@@ -33,9 +33,19 @@ def slot_dir() -> Path:
     other out (or fail with ``PermissionError`` on a folder the first one created).
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(runtime) and os.path.isdir(runtime):
+    if os.path.isabs(runtime) and _is_ours(runtime):
         return Path(runtime) / "cardprobe-slots"
+    # Unset, or inherited from another user (``su``, ``sudo -E``): the temp folder, per uid.
     return Path(tempfile.gettempdir()) / f"cardprobe-slots-{os.getuid()}"
+
+
+def _is_ours(folder: str) -> bool:
+    """Whether ``folder`` is a folder of this user that this user may write in."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and os.access(folder, os.W_OK)
 
 
 def private_dir(directory: Path) -> Path:
