@@ -198,7 +198,7 @@ def _find(config: pytest.Config, spec: Spec) -> _Found:
     return _Found(spec.default, "default")
 
 
-def _warn_renamed(config: pytest.Config, renamed: list[tuple[str, str]]) -> None:
+def _warn_renamed(config: pytest.Config, renamed: list[tuple[str, str | None]]) -> None:
     """One warning for the old spellings used; a usage error where warnings are errors.
 
     Under ``-W error`` or ``filterwarnings = error`` pytest raises the warning itself, which
