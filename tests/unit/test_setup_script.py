@@ -42,8 +42,10 @@ def _run(folder: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _calls(folder: Path) -> list[str]:
+    """The calls the script made, without its first question to python3 (PEP 668)."""
     log = folder / "calls.log"
-    return log.read_text().splitlines() if log.exists() else []
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [line for line in lines if not line.startswith("python3 -c")]
 
 
 def test_without_root_and_without_chromium_it_says_how_before_installing_anything(
@@ -92,6 +94,34 @@ def test_a_failing_pip_fails_the_script(tmp_path: Path) -> None:
     _tool(tmp_path, "chromium", "exit 0")
     _tool(tmp_path, "python3", "exit 3")
     assert _run(tmp_path).returncode == 3
+
+
+def test_a_system_python_managed_by_its_distribution_gets_the_venv_words_first(
+    tmp_path: Path,
+) -> None:
+    """Debian 12 and Ubuntu 24.04: pip refuses the system Python (PEP 668)."""
+    _tool(tmp_path, "id", "echo 0")
+    _tool(tmp_path, "apt-get", 'echo "apt-get $*" >> "$CALLS"')
+    _tool(
+        tmp_path,
+        "python3",
+        'if [ "$1" = -c ]; then echo externally-managed; else echo "python3 $*" >> "$CALLS"; fi',
+    )
+    done = _run(tmp_path)
+    assert done.returncode == 1
+    assert "python3 -m venv .venv && . .venv/bin/activate && scripts/setup-tests" in done.stderr
+    assert _calls(tmp_path) == []  # neither apt-get nor pip ran
+
+
+def test_the_pep_668_question_runs_under_this_python(tmp_path: Path) -> None:
+    """The script's own check, run by the real interpreter, answers one of its two words."""
+    text = SCRIPT.read_text()
+    code = text.split("managed=$(python3 -c '", 1)[1].split("')", 1)[0]
+    import subprocess as sp
+    import sys
+
+    out = sp.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() in ("", "externally-managed")
 
 
 @pytest.mark.parametrize("script", [".ci/run", "README.md"])
