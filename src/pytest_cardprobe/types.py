@@ -296,8 +296,31 @@ class SampleRecord:
         return cls(**data)
 
 
+class ArmKeyed:
+    """What names an arm, for the records that belong to one (a test's result, an arm's score).
+
+    The class defines ``suite``, ``model``, ``channel`` and ``condition``; this gives the key
+    in its two forms, written once.
+    """
+
+    suite: str
+    model: str
+    channel: str
+    condition: str
+
+    @property
+    def arm(self) -> tuple[str, str, str, str]:
+        """(suite, model, channel, condition)."""
+        return (self.suite, self.model, self.channel, self.condition)
+
+    @property
+    def arm_id(self) -> str:
+        """The arm as one string, ``suite/model/channel/condition`` (baseline and report key)."""
+        return "/".join(self.arm)
+
+
 @dataclass
-class ProbeResult:
+class ProbeResult(ArmKeyed):
     """The outcome of one generated test (or one fixture-driven test)."""
 
     nodeid: str
@@ -328,16 +351,6 @@ class ProbeResult:
     # The case rule k of ``samples(n, at_least=k)`` / the suite key ``at_least``: the test
     # passes when at least k samples pass. None: every sample must pass (k = n).
     at_least: int | None = None
-
-    @property
-    def arm(self) -> tuple[str, str, str, str]:
-        """(suite, model, channel, condition)."""
-        return (self.suite, self.model, self.channel, self.condition)
-
-    @property
-    def arm_id(self) -> str:
-        """The arm as one string, ``suite/model/channel/condition`` (baseline and report key)."""
-        return "/".join(self.arm)
 
     @property
     def split(self) -> bool:

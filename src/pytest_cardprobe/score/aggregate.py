@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_cardprobe.score.rule import label_of, sample_counts
 from pytest_cardprobe.score.stats import share
-from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ProbeResult
+from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ArmKeyed, ProbeResult
 
 # Scoreboard columns of card arms and of call arms (channel ``call``), in the order
 # types.py declares them.
@@ -56,7 +56,7 @@ class RetryCounts:
 
 
 @dataclass
-class ArmScore:
+class ArmScore(ArmKeyed):
     """Scores of one arm: suite x model x channel x condition."""
 
     suite: str
@@ -107,15 +107,9 @@ class ArmScore:
         """An arm of a call suite (channel ``call``)."""
         return self.channel == CALL_CHANNEL
 
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        """(suite, model, channel, condition)."""
-        return (self.suite, self.model, self.channel, self.condition)
-
-    @property
-    def id(self) -> str:
-        """The arm as one string, ``suite/model/channel/condition`` (baseline and report key)."""
-        return "/".join(self.key)
+    # The arm's key as the scoreboard code names it; written once, in types.ArmKeyed.
+    key = ArmKeyed.arm
+    id = ArmKeyed.arm_id
 
     def by_route(self) -> dict[str, tuple[int, int]]:
         """Per route that carried any sample: (samples passed, samples)."""
