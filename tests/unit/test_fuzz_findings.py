@@ -373,7 +373,10 @@ def test_command_line_bytes_that_are_not_utf8_are_a_usage_error(tmp_path: Path) 
     ("ini", "said"),
     [
         ("cardprobe_max_file_mb = 1e308", "ini key cardprobe_max_file_mb wants a number of MB > 0 "
-         "and at most 1000000, got 1e+308"),
+         "and at most 1000000 (a cap of at least one byte), got 1e+308"),
+        # Found by test_fuzz_options (1e-320): a cap of 0 bytes, every file over it.
+        ("cardprobe_max_file_mb = 1e-7", "ini key cardprobe_max_file_mb wants a number of MB > "
+         "0 and at most 1000000 (a cap of at least one byte), got 1e-07"),
         ("cardprobe_timeout = 1e10", "ini key cardprobe_timeout wants a number of seconds > 0 and "
          "at most 86400, got 1e+10"),
     ],
@@ -385,7 +388,8 @@ def test_a_finite_number_too_large_to_use_is_a_usage_error(
     and ``int(1e308 * MB)`` raised OverflowError at configure time (an INTERNALERROR). The
     request timeout had the same gap: above about 9e9 s no socket takes it, and every live
     request raised OverflowError out of the client. Fixed in glue/values.py (``megabytes``,
-    ``seconds``) and the option table: both have an upper bound, in their help."""
+    ``seconds``) and the option table: both have an upper bound, in their help. The cap also
+    has a lower one, one byte: ``1e-320`` MB made a cap of 0 bytes (test_fuzz_options)."""
     assert _configured(tmp_path, ini + "\n") == said
 
 

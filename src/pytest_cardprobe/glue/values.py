@@ -48,8 +48,13 @@ share = _bounded(float, "a number from 0 to 1", lambda v: 0 <= v <= 1)
 level = _bounded(float, "a number between 0 and 1", lambda v: 0 < v < 1)
 #: A request deadline: a socket takes no timeout beyond about 9e9 s, and a day is plenty.
 seconds = _bounded(float, "a number of seconds > 0 and at most 86400", lambda v: 0 < v <= 86400)
-#: A file size cap: it becomes a byte count, which a float of 1e308 MB overflows.
-megabytes = _bounded(float, "a number of MB > 0 and at most 1000000", lambda v: 0 < v <= 1e6)
+#: A file size cap: it becomes a byte count, which a float of 1e308 MB overflows and one of
+#: 1e-320 MB rounds down to 0 (every file "larger than the cap"): at least one byte.
+megabytes = _bounded(
+    float,
+    "a number of MB > 0 and at most 1000000 (a cap of at least one byte)",
+    lambda v: 1 / (1024 * 1024) <= v <= 1e6,
+)
 
 
 def one_of(choices: tuple[str, ...]) -> Reader:
