@@ -6,6 +6,7 @@ for more of the same kinds.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -586,8 +587,8 @@ def test_a_baseline_at_the_bound_is_gated_in_time() -> None:
     from pytest_cardprobe.score.gate import GateSettings, decide
 
     results = _tool_results()
-    results[0].samples.append(results[0].samples[0])
-    results[0].samples[1].passed = not results[0].samples[0].passed
+    first = results[0].samples[0]
+    results[0].samples.append(dataclasses.replace(first, index=1, passed=not first.passed))
     big = 10**9
     entry = {"passed": True, "calls": big, "tool_calls": big // 2, "samples_passed": big // 2}
     document = {
