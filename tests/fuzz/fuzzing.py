@@ -176,24 +176,16 @@ NUMBER = st.one_of(
 )
 
 
-#: NUMBER without integers too large for a float (see ``mutated``'s ``huge_ints``).
-FLOAT_SIZED = st.one_of(
-    st.sampled_from([n for n in NUMBERS if len(n.json) < 30]),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=False, allow_infinity=False),
-)
-
-
-def alike(value: Any, huge_ints: bool = True) -> st.SearchStrategy[Any]:
+def alike(value: Any) -> st.SearchStrategy[Any]:
     """A hostile value of ``value``'s kind: text for text, a number for a number."""
     if isinstance(value, str):
         return TEXT
     if isinstance(value, bool):
         return st.one_of(st.booleans(), st.sampled_from(NUMBERS[:3]))
     if isinstance(value, int | float):
-        return NUMBER if huge_ints else FLOAT_SIZED
+        return NUMBER
     if isinstance(value, list):
-        items = st.one_of(*(alike(v, huge_ints) for v in value[:3])) if value else TEXT
+        items = st.one_of(*(alike(v) for v in value[:3])) if value else TEXT
         return st.lists(items, max_size=4)
     if isinstance(value, dict):
         return st.just(value)  # its leaves are edited where they are
@@ -253,13 +245,11 @@ def mutated(
     yaml_too: bool = False,
     focus: Callable[[tuple[Any, ...]], bool] = lambda path: True,
     kinds: tuple[str, ...] = KINDS,
-    huge_ints: bool = True,
 ) -> Any:
     """``base`` with 1 to ``edits`` hostile edits at paths ``focus`` accepts, of ``kinds``
     (``alike``: a hostile value of the same kind; ``leaf``: any hostile value; ``twice``: a
     key written twice; ``drop``: a key or item left out; ``extra``: an unknown key;
-    ``wrap``: the value inside deep nesting). Without ``huge_ints`` a number is never an
-    integer too large for a float (a known gap is pinned while its fix is pending)."""
+    ``wrap``: the value inside deep nesting)."""
     tree = base
     for _ in range(draw(st.integers(1, edits))):
         where = [p for p in paths(tree) if focus(p)] or [()]
@@ -269,11 +259,11 @@ def mutated(
         kind = kinds[draw(st.integers(0, len(kinds) - 1))]
         if kind == "alike":
             # A hostile value of the kind the document has there: the structure stays valid.
-            tree = _put(tree, path, draw(alike(here, huge_ints)))
+            tree = _put(tree, path, draw(alike(here)))
             continue
         if kind == "twice" and isinstance(here, dict) and here:
             key = draw(st.sampled_from(sorted(here)))
-            again = draw(st.one_of(st.just(here[key]), alike(here[key], huge_ints)))
+            again = draw(st.one_of(st.just(here[key]), alike(here[key])))
             items = [*here.items()]
             at = draw(st.integers(0, len(items)))
             items.insert(at, (key, again))
@@ -292,10 +282,48 @@ def mutated(
         elif kind == "leaf":
             tree = _put(tree, path, draw(hostile_leaf(yaml_too)))
         else:  # an edit that does not fit here: a value of the same kind instead
-            tree = _put(tree, path, draw(alike(here, huge_ints)))
+            tree = _put(tree, path, draw(alike(here)))
         if isinstance(tree, Pairs | Deep | Raw):
             break  # the root itself was replaced: nothing left to walk into
     return tree
+
+
+@st.composite
+def renumbered(
+    draw: st.DrawFn,
+    base: Any,
+    focus: Callable[[tuple[Any, ...]], bool],
+    edits: int = 3,
+    numbers: tuple[Raw, ...] = NUMBERS,
+) -> Any:
+    """``base`` with 1 to ``edits`` of the number leaves ``focus`` accepts replaced by edge
+    ``numbers`` (by default all of :data:`NUMBERS`: 400-digit integers, NaN, ``1e999``,
+    subnormals, 2**63): where ``mutated`` makes one of those now and then, every edit here
+    is one."""
+    where = [p for p in paths(base) if focus(p) and type(get(base, p)) in (int, float)]
+    tree = base
+    for path in draw(st.lists(st.sampled_from(where), min_size=1, max_size=edits, unique=True)):
+        tree = _put(tree, path, draw(st.sampled_from(numbers)))
+    return tree
+
+
+#: Counts at the edges: too large for a float or an int64, just above and at the bound of a
+#: billion (``score/bounds.py``), negative, a float where an integer belongs, and small.
+EDGE_COUNTS = tuple(
+    Raw(text, text)
+    for text in (
+        HUGE_INT,
+        str(2**63),
+        str(10**9 + 1),
+        str(10**9),
+        "-1",
+        "1.5",
+        "1e308",
+        TOO_MANY_DIGITS,
+        "0",
+        "1",
+    )
+)
 
 
 # --------------------------------------------------------------------------- writing text

@@ -15,8 +15,9 @@ a header and an API key; then:
 - no secret is in the result, the reports, the failure text or the cassette;
 - nothing is written outside the test's folder.
 
-Budget (every fuzz module, ``pytest tests/fuzz``): a fixed seed and bounded examples; see
-the README's Development section for the measured time.
+Budget (every fuzz module, ``pytest tests/fuzz``): a fixed seed and bounded examples; the
+examples per test and the measured time are in docs/design.md §4, "Hostile input", and the
+README's "What happens when…".
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ for more of the same kinds.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -444,12 +445,12 @@ def test_a_json_cassette_whose_reply_holds_a_lone_surrogate_is_corrupt(tmp_path:
         read_cassette(path)
 
 
-# --------------------------------------------------------------------------- score/ (pending)
+# --------------------------------------------------------------------------- score/
 
-SCORE_PENDING = (
-    "score/ is being rewritten on branch gate; the fix (a checked reading of these "
-    "documents) is left to the lead after that merge"
-)
+
+def _tool_results() -> list[ProbeResult]:
+    replay = Runtime(Settings(models=["smollm2:135m"], cassette_dir=ROOT / "cassettes"), Replay())
+    return [_run(replay, _probe(channel="tool"))]
 
 
 def _report_with(tmp_path: Path, edit: Any) -> tuple[int, str]:
@@ -462,8 +463,7 @@ def _report_with(tmp_path: Path, edit: Any) -> tuple[int, str]:
     from pytest_cardprobe.score.gate import GateSettings, decide
     from pytest_cardprobe.score.jsonreport import json_report
 
-    replay = Runtime(Settings(models=["smollm2:135m"], cassette_dir=ROOT / "cassettes"), Replay())
-    results = [_run(replay, _probe(channel="tool"))]
+    results = _tool_results()
     arms = aggregate(results)
     data = json.loads(
         json_report(
@@ -480,38 +480,66 @@ def _report_with(tmp_path: Path, edit: Any) -> tuple[int, str]:
     return status, err.getvalue()
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=SCORE_PENDING)
+def _sample(**fields: Any) -> Any:
+    return lambda test: test["samples"][0].update(fields)
+
+
 def test_diff_refuses_a_report_with_a_figure_of_400_digits(tmp_path: Path) -> None:
     """Found by test_fuzz_scores (a sample's ``figures.generate_s`` of 400 digits, valid
-    JSON): ``score/aggregate`` adds it to a float, OverflowError. Wanted: exit 2 with the
-    ``error:`` line naming the file and key (``score/diff.results_of``)."""
+    JSON): ``score/aggregate`` added it to a float, OverflowError. Fixed in
+    ``score/resultread``: exit 2, the ``error:`` line naming the file and the key."""
     status, err = _report_with(
         tmp_path, lambda test: test["samples"][0]["figures"].update(generate_s=10**400)
     )
-    assert status == 2 and "new.json" in err
+    assert status == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "new.json: tests[0].samples[0].figures: expected an object of numbers a float" in err
+    assert "an object of 1" not in err and "0" * 40 not in err  # the number is not printed
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=SCORE_PENDING)
-def test_diff_refuses_a_report_whose_test_has_a_field_of_the_wrong_type(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda test: test.update(condition=[]),
+         "tests[0].condition: expected a string, got a list"),
+        (_sample(label=7), "tests[0].samples[0].label: expected a string, got 7"),
+        (_sample(index={}), "tests[0].samples[0].index: expected an integer from 0 to "),
+        (_sample(stream={"naive_leak": {}}), "tests[0].samples[0].stream: expected an object of "),
+        (_sample(passed=1), "tests[0].samples[0].passed: expected true or false, got 1"),
+        (_sample(route="teleport"), "tests[0].samples[0].route: expected one of tool_calls, "),
+        (_sample(args_as_string=10**400), "tests[0].samples[0].args_as_string: expected an "
+         "integer from 0 to 1,000,000,000 or null, got an integer of 401 digits"),
+        (lambda test: test.update(at_least=0), "tests[0].at_least: expected an integer from 1"),
+        (lambda test: test.update(status="great"), "tests[0].status: expected one of passed, "),
+        (lambda test: test.pop("case"), "tests[0].case: missing"),
+        (lambda test: test.update({"\x1b[2Jx": 1}), "tests[0].\\x1b[2Jx: not a key of a test"),
+        (lambda test: test.update(samples=["s"]), "tests[0].samples[0]: expected an object"),
+    ],
+)  # fmt: skip
+def test_diff_refuses_a_report_whose_test_has_a_field_of_the_wrong_type(
+    tmp_path: Path, edit: Any, said: str
+) -> None:
     """Found by test_fuzz_scores (``condition`` a list; also a label that is a number,
-    counts that are objects): ``results_of`` builds a ProbeResult from it unchecked, and
-    aggregate raises TypeError (unhashable list). Wanted: exit 2 naming the key."""
-    status, err = _report_with(tmp_path, lambda test: test.update(condition=[]))
-    assert status == 2 and "tests[0].condition" in err
+    counts that are objects): ``results_of`` built a ProbeResult from it unchecked, and
+    aggregate raised TypeError (unhashable list). Fixed in ``score/resultread``: exit 2,
+    one ``error:`` line naming the file and the key (control characters escaped)."""
+    status, err = _report_with(tmp_path, edit)
+    assert status == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "\x1b" not in err, err
+    assert f"new.json: {said}" in err
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason=SCORE_PENDING)
 def test_a_baseline_count_of_400_digits_is_a_baseline_error() -> None:
     """Found while pinning the two above (the baseline fuzz test reads the same counts): a
-    baseline's ``tool_calls`` of 400 digits is an ``integer >= 0``, so ``parse_baseline``
-    takes it, and the gate's adoption (``tool_calls / calls``) raises OverflowError at the
-    session end, after every test ran. Wanted: a BaselineError naming the key."""
+    baseline's ``tool_calls`` of 400 digits was an ``integer >= 0``, so ``parse_baseline``
+    took it, and the gate's adoption (``tool_calls / calls``) raised OverflowError at the
+    session end, after every test ran. Fixed: counts are integers from 0 to a billion
+    (``score/bounds.py``), and ``tool_calls`` at most ``calls``."""
     from pytest_cardprobe.score.aggregate import aggregate
     from pytest_cardprobe.score.baseline import BaselineError, parse_baseline
     from pytest_cardprobe.score.gate import GateSettings, decide
 
-    replay = Runtime(Settings(models=["smollm2:135m"], cassette_dir=ROOT / "cassettes"), Replay())
-    results = [_run(replay, _probe(channel="tool"))]
+    results = _tool_results()
     arm = results[0].arm_id
     document = {
         "format": 1,
@@ -520,7 +548,85 @@ def test_a_baseline_count_of_400_digits_is_a_baseline_error() -> None:
     try:
         baseline = parse_baseline(document, "baseline b.json")
     except BaselineError as exc:
-        assert "tool_calls" in str(exc)
+        assert f"baseline b.json: key arms.{arm}.verdicts.date.tool_calls must be" in str(exc)
         return
     decide(aggregate(results), results, baseline, GateSettings())
     raise AssertionError("a count no float can hold was taken, and the gate did not mind")
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ({"calls": 10**9 + 1},
+         "verdicts.date.calls must be an integer >= 0 (at most 1,000,000,000)"),
+        ({"calls": 1, "tool_calls": 2},
+         "verdicts.date.tool_calls must be an integer from 0 to calls (1)"),
+        ({"samples_passed": 1, "samples": 10**400},
+         "verdicts.date.samples must be an integer >= 1 (at most 1,000,000,000)"),
+        ({"at_least": 10**400},
+         "verdicts.date.at_least must be an integer from 1 to the sample count (1,000,000,000)"),
+    ],
+)  # fmt: skip
+def test_a_baseline_count_out_of_bounds_is_a_baseline_error(entry: Any, said: str) -> None:
+    """The bound is a billion (``score/bounds.py``); ``tool_calls`` above ``calls`` made an
+    adoption above 100 % and a paired test whose p-value was 0."""
+    from pytest_cardprobe.score.baseline import BaselineError, parse_baseline
+
+    document = {"format": 1, "arms": {"a": {"verdicts": {"date": {"passed": True, **entry}}}}}
+    with pytest.raises(BaselineError) as caught:
+        parse_baseline(document, "baseline b.json")
+    assert said in str(caught.value)
+
+
+def test_a_baseline_at_the_bound_is_gated_in_time() -> None:
+    """A case of a billion samples in the baseline (the bound) against two samples now: the
+    paired test's binomials have the run's two samples as their small side, so the gate
+    decides without enumerating a billion terms (the test would not end otherwise)."""
+    from pytest_cardprobe.score.aggregate import aggregate
+    from pytest_cardprobe.score.baseline import parse_baseline
+    from pytest_cardprobe.score.gate import GateSettings, decide
+
+    results = _tool_results()
+    first = results[0].samples[0]
+    results[0].samples.append(dataclasses.replace(first, index=1, passed=not first.passed))
+    big = 10**9
+    entry = {"passed": True, "calls": big, "tool_calls": big // 2, "samples_passed": big // 2}
+    document = {
+        "format": 1,
+        "arms": {results[0].arm_id: {"verdicts": {"date": {**entry, "samples": big}}}},
+    }
+    gate = decide(aggregate(results), results, parse_baseline(document, "b"), GateSettings())
+    compared = gate.arms[results[0].arm_id]
+    assert compared.compared == 1 and compared.test is not None
+    assert 0 <= compared.test.p_loss <= 1
+
+
+def test_server_figures_a_float_holds_but_no_reply_has_do_not_crash_the_session_end() -> None:
+    """Found while fixing the above: two samples whose ``eval_count`` is 1.7e308 (finite, so
+    the wire keeps it) summed to infinity, and ``int(inf)`` in the arm's timing raised
+    OverflowError after every test ran; a subnormal ``eval_duration`` made the token rate
+    infinite, which no JSON report can hold. Figures outside 0..1e12 are left out of the
+    arm's timing (``score/bounds.figure``)."""
+    from pytest_cardprobe.score.aggregate import aggregate
+    from pytest_cardprobe.score.gate import GateSettings, decide
+    from pytest_cardprobe.score.jsonreport import json_report
+
+    results = _tool_results()
+    sample = results[0].samples[0]
+    results[0].samples = [sample, sample]
+    sample.figures = {
+        "prompt_tokens": 1.7e308,
+        "total_s": 1.7e308,
+        "generated_tokens": 10,
+        "generate_s": 5e-324,
+    }
+    arms = aggregate(results)
+    report = json.loads(
+        json_report(
+            arms, [r.to_dict() for r in results], decide(arms, results, None, GateSettings())
+        )
+    )
+    timing = report["arms"][0]["timing"]
+    assert timing["prompt_tokens"] == 0 and timing["latency_median_s"] is None, timing
+    assert timing["generated_tokens"] == 20, timing
+    assert timing["tokens_per_s"] is None, timing

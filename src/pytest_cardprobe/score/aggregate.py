@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cardprobe.score.bounds import figure
 from pytest_cardprobe.score.rule import label_of, sample_counts
 from pytest_cardprobe.score.stats import share
 from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ArmKeyed, ProbeResult
@@ -159,13 +160,16 @@ class ArmScore(ArmKeyed):
         if result.server_changed and result.server_changed not in self.server_changed:
             self.server_changed.append(result.server_changed)
         for sample in result.samples:
-            figures = sample.figures
-            latency = figures.get("total_s", figures.get("wall_s"))
+            # Figures outside 0..MAX_FIGURE (a hostile server's 1e308) are left out, so no
+            # sum below overflows to infinity and the session end cannot crash on them.
+            figures = {k: figure(v) for k, v in sample.figures.items()}
+            latency = figures.get("total_s")
+            latency = figures.get("wall_s") if latency is None else latency
             if latency is not None:
                 self.latencies.append(latency)
-            self.prompt_tokens += figures.get("prompt_tokens", 0)
-            self.generated_tokens += figures.get("generated_tokens", 0)
-            self.generate_s += figures.get("generate_s", 0)
+            self.prompt_tokens += figures.get("prompt_tokens") or 0
+            self.generated_tokens += figures.get("generated_tokens") or 0
+            self.generate_s += figures.get("generate_s") or 0
             if sample.failure:
                 self.failures[sample.failure] = self.failures.get(sample.failure, 0) + 1
             if sample.route:
@@ -244,6 +248,8 @@ class ArmScore(ArmKeyed):
     def timing(self) -> dict[str, Any]:
         """Latency and token figures of the arm's samples (reported, never gated)."""
         rate = self.generated_tokens / self.generate_s if self.generate_s else None
+        if rate is not None and not math.isfinite(rate):
+            rate = None  # tokens over a subnormal number of seconds
         return {
             "samples": len(self.latencies),
             "latency_median_s": _round(statistics.median(self.latencies))

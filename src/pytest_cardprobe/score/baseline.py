@@ -22,9 +22,12 @@ from pytest_cardprobe.files import (
 )
 from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.score.aggregate import CANARY_VERDICTS, ArmScore, Canary
+from pytest_cardprobe.score.bounds import MAX_COUNT, is_count
 from pytest_cardprobe.types import ProbeResult
 
 BASELINE_FORMAT = 1
+#: A count a baseline may hold (bounds.py says why a billion).
+COUNT = f"an integer >= 0 (at most {MAX_COUNT:,})"
 
 
 class BaselineError(Exception):
@@ -98,8 +101,7 @@ def parse_baseline(data: object, source: str) -> Baseline:
         for key in ("suite", "model", "channel", "condition"):
             _want(isinstance(arm.get(key, ""), str), f"{where}.{key}", "a string")
         for key in ("passed", "cases", "calls", "tool_calls"):
-            value = arm.get(key, 0)
-            _want(type(value) is int and value >= 0, f"{where}.{key}", "an integer >= 0")
+            _want(is_count(arm.get(key, 0)), f"{where}.{key}", COUNT)
         verdicts = arm.get("verdicts")
         _want(isinstance(verdicts, dict), f"{where}.verdicts", "a mapping of case ids")
         cases: dict[str, CaseVerdict] = {}
@@ -108,9 +110,13 @@ def parse_baseline(data: object, source: str) -> Baseline:
             _want(isinstance(entry, dict), at, "a mapping")
             _want(isinstance(entry.get("passed"), bool), f"{at}.passed", "true or false")
             _want(isinstance(entry.get("label", ""), str), f"{at}.label", "a string")
-            for count in ("calls", "tool_calls"):
-                value = entry.get(count, 0)
-                _want(type(value) is int and value >= 0, f"{at}.{count}", "an integer >= 0")
+            calls = entry.get("calls", 0)
+            _want(is_count(calls), f"{at}.calls", COUNT)
+            _want(
+                is_count(entry.get("tool_calls", 0), 0, calls),
+                f"{at}.tool_calls",
+                f"an integer from 0 to calls ({calls})",
+            )
             recorded = entry.get("recorded")
             _want(recorded is None or isinstance(recorded, str), f"{at}.recorded", "a string")
             cases[str(case)] = CaseVerdict(
@@ -143,16 +149,16 @@ def _sample_counts(entry: Mapping[str, Any], at: str) -> dict[str, int | None]:
         "given together with samples (or both left out)",
     )
     if total is not None:
-        _want(type(total) is int and total >= 1, f"{at}.samples", "an integer >= 1")
+        _want(is_count(total, 1), f"{at}.samples", f"an integer >= 1 (at most {MAX_COUNT:,})")
         _want(
-            type(passed) is int and 0 <= passed <= total,
+            is_count(passed, 0, total),
             f"{at}.samples_passed",
             f"an integer from 0 to samples ({total})",
         )
     if rule is not None:
-        most = f"samples ({total})" if total is not None else "the sample count"
+        most = f"samples ({total})" if total is not None else f"the sample count ({MAX_COUNT:,})"
         _want(
-            type(rule) is int and rule >= 1 and (total is None or rule <= total),
+            is_count(rule, 1, MAX_COUNT if total is None else total),
             f"{at}.at_least",
             f"an integer from 1 to {most}",
         )

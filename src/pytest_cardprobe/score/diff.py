@@ -1,6 +1,6 @@
 """Compare two runs from their JSON reports (``--cardprobe-json``): the older one is the baseline.
 
-Pure: documents arrive decoded; reading files is the command line's job (``__main__.py``).
+Pure: documents arrive decoded; reading files is the command line's job (``cli/diff.py``).
 """
 
 from __future__ import annotations
@@ -11,27 +11,21 @@ from typing import Any
 from pytest_cardprobe.score.aggregate import ArmScore, aggregate
 from pytest_cardprobe.score.baseline import Baseline, CaseVerdict
 from pytest_cardprobe.score.gate import Gate, GateSettings, decide
+from pytest_cardprobe.score.resultread import ReportError, read_result
 from pytest_cardprobe.score.rule import label_of, sample_counts
 from pytest_cardprobe.types import ProbeResult
 
-
-class ReportError(Exception):
-    """A document that is not a cardprobe JSON report; the message names the key."""
+__all__ = ["ReportError", "baseline_of", "compare_runs", "results_of"]
 
 
 def results_of(doc: object, source: str) -> list[ProbeResult]:
-    """The probe results of a JSON report (fixture-driven tests, which have no arm, left out)."""
+    """The probe results of a JSON report (fixture-driven tests, which have no arm, left out);
+    every test entry is checked first (``score/resultread.py``), so a field of the wrong
+    type or a number out of bounds is a :class:`ReportError` naming ``source`` and the key."""
     if not isinstance(doc, Mapping) or not isinstance(doc.get("tests"), list):
         raise ReportError(f"{source}: key 'tests' is missing; is it a --cardprobe-json report?")
-    out = []
-    for index, test in enumerate(doc["tests"]):
-        try:
-            result = ProbeResult.from_dict(dict(test))
-        except (TypeError, ValueError, KeyError) as exc:
-            raise ReportError(f"{source}: key tests[{index}] is not a test result: {exc}") from None
-        if result.suite:
-            out.append(result)
-    return out
+    results = [read_result(test, f"{source}: tests[{i}]") for i, test in enumerate(doc["tests"])]
+    return [result for result in results if result.suite]
 
 
 def baseline_of(results: Sequence[ProbeResult]) -> Baseline:
