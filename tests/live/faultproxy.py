@@ -1,9 +1,13 @@
 """A fault-injecting HTTP proxy on loopback, in front of a real model server (issue 14).
 
 Each connection takes the next fault from a queue; when the queue is empty the proxy passes
-requests through untouched. Faults that need a real reply (a truncated body, an error line
-in the middle of a stream, a slow drip) forward the request to the real server and damage
-what it answered; the others answer without asking it. One request per connection
+requests through untouched, so with no faults at all it is a counting proxy: ``chat_posts``
+is how many chat requests (``POST`` to a chat path) the server behind it was really sent.
+Faults that need a real reply (a truncated body, an error line in the middle of a stream, a
+slow drip) forward the request to the real server and damage what it answered; the others
+answer without asking it. ``drip-last`` drips the last real reply the proxy passed on for
+that path (a request sent through it beforehand, with no deadline), so the drip starts at
+once however long the server takes to generate. One request per connection
 (``Connection: close``), threads, bounded waits, and a lifetime after which it stops by
 itself, so a test that forgets it cannot leave it running.
 """
@@ -20,7 +24,7 @@ import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-FAULTS = ("500", "503", "reset", "hang", "truncate", "error-line", "drip", "pass")
+FAULTS = ("500", "503", "reset", "hang", "truncate", "error-line", "drip", "drip-last", "pass")
 
 
 @dataclass
@@ -35,6 +39,9 @@ class FaultProxy:
     # Only chat requests meet faults; the preflight's model checks and anything else pass.
     fault_paths: tuple[str, ...] = ("/api/chat", "/v1/chat/completions")
     seen: list[str] = field(default_factory=list)  # "<fault> <path>" per chat request
+    chat_posts: int = 0  # POSTs to a chat path that reached the proxy, whatever their fault
+    # Per "drip": (bytes sent, bytes in the whole reply); fewer sent: the client hung up.
+    dripped: list[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for fault in self.faults:
@@ -45,6 +52,7 @@ class FaultProxy:
         self._sock.settimeout(0.2)
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
         self._threads: list[threading.Thread] = []
+        self._last: dict[str, tuple[int, str, str, bytes]] = {}  # path -> last real reply
 
     # -- lifecycle
 
@@ -87,6 +95,7 @@ class FaultProxy:
                 with self._lock:
                     fault = self.faults.pop(0) if self.faults else "pass"
                     self.seen.append(f"{fault} {path}")
+                    self.chat_posts += method == "POST"
             # OSError: the client gave up (its timeout); nothing more to do.
             with contextlib.suppress(OSError):
                 self._answer(conn, fault, method, path, headers, body)
@@ -112,7 +121,14 @@ class FaultProxy:
         if fault == "hang":
             self._stop.wait(self.hang_s)
             return
-        status, reason, ctype, reply = self._forward(method, path, headers, body)
+        route = path.split("?", 1)[0]
+        with self._lock:
+            last = self._last.get(route) if fault == "drip-last" else None
+        if last is None:
+            last = self._forward(method, path, headers, body)
+            with self._lock:
+                self._last[route] = last
+        status, reason, ctype, reply = last
         if fault == "truncate":
             whole = _response(status, reason, ctype, reply)
             conn.sendall(whole[: len(whole) - max(1, len(reply) // 2)])
@@ -124,12 +140,18 @@ class FaultProxy:
             if reply.startswith(b"data:"):
                 error = b"data: " + error
             reply = b"\n".join([*lines[:middle], error, *lines[middle:]])
-        if fault == "drip":
+        if fault in ("drip", "drip-last"):
             whole = _response(status, reason, ctype, reply)
-            for index in range(len(whole)):
-                if self._stop.wait(self.drip_delay_s):
-                    return
-                conn.sendall(whole[index : index + 1])
+            sent = 0
+            try:
+                for index in range(len(whole)):
+                    if self._stop.wait(self.drip_delay_s):
+                        return
+                    conn.sendall(whole[index : index + 1])
+                    sent += 1
+            finally:
+                with self._lock:
+                    self.dripped.append((sent, len(whole)))
             return
         conn.sendall(_response(status, reason, ctype, reply))
 
