@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cardprobe.judge.call import ModelTurn, judge_calls
 from pytest_cardprobe.suite.calls import Matcher, parse_matcher
 from pytest_cardprobe.suite.loader import SuiteError, load_suite
+from pytest_cardprobe.suite.records import Case
+from pytest_cardprobe.types import ToolCall
 
 PARAMS = {
     "type": "object",
@@ -103,22 +107,73 @@ def test_a_tool_without_properties_takes_no_arguments(tmp_path: Path) -> None:
     assert "additionalProperties: true" in error.problem
 
 
+def judged(case: Case, arguments: dict[str, Any], tools_list: Sequence[Any]) -> str:
+    """The label the call judge gives ``case`` for one call of its tool with ``arguments``."""
+    spec = case.expect.calls[0] if case.expect is not None else None
+    assert spec is not None
+    turn = ModelTurn("tool_calls", (ToolCall(spec.name, arguments),), "")
+    return judge_calls([turn], case.expect, tools_list).label
+
+
 @pytest.mark.parametrize(
-    "parameters",
+    ("parameters", "refused_value"),
     [
-        {"type": "object", "additionalProperties": True},
-        {"type": "object", "properties": {"y": {}}, "additionalProperties": {"type": "integer"}},
-        {"type": "object", "patternProperties": {"^x": {}}},
-        {"type": "object", "allOf": [{"properties": {"x": {}}}]},
+        ({"type": "object", "additionalProperties": True}, None),
+        ({"type": "object", "properties": {"y": {}}, "additionalProperties": {"type": "integer"}},
+         "x"),
+        ({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}, "x"),
+        ({"type": "object", "properties": {"y": {}}, "patternProperties": {"^x": {}}}, None),
+        ({"type": "object", "allOf": [{"properties": {"x": {"type": "integer"}}}]}, "x"),
     ],
-)
+)  # fmt: skip
 def test_a_tool_that_takes_other_arguments_may_be_given_them(
-    tmp_path: Path, parameters: dict[str, Any]
+    tmp_path: Path, parameters: dict[str, Any], refused_value: str | None
 ) -> None:
+    """What the loader lets a case name, the judge lets a model send; the schema that admits
+    the name (``additionalProperties``, ``patternProperties``) then validates its value."""
     text = json.dumps(tools(parameters=parameters))
     path = suite(tmp_path, "- {id: a, prompt: p, expect: {call: read_file, args: {x: 1}}}\n",
                  tools_text=text)  # fmt: skip
-    assert load_suite(path).cases[0].expect is not None
+    loaded = load_suite(path)
+    case = loaded.cases[0]
+    assert judged(case, {"x": 1}, loaded.tools) == "ok read_file"
+    label = judged(case, {"x": "one", **({} if refused_value else {"y": 1})}, loaded.tools)
+    if refused_value:
+        assert label == "bad_arguments read_file: $.x is not of type integer"
+    else:
+        assert label.startswith("wrong_arguments read_file: $.x got")
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object"},
+        None,  # no `parameters` key at all
+        {"type": "object", "properties": {}},
+        {"type": "object", "properties": {"y": {}}, "patternProperties": {"^z": {}}},
+        {"type": "object", "properties": {"y": {}}, "additionalProperties": False},
+    ],
+)
+def test_a_tool_that_takes_no_such_argument_refuses_it_at_load_and_when_judged(
+    tmp_path: Path, parameters: dict[str, Any] | None
+) -> None:
+    """No `properties` (and nothing else admitting the name) means no such argument, both
+    when a case names it and when a model sends it: JSON Schema alone would take it."""
+    declared = tools(parameters=parameters or {})
+    if parameters is None:
+        del declared[0]["function"]["parameters"]
+    text = json.dumps(declared)
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {call: read_file, args: {x: 1}}}\n",
+                 tools_text=text)  # fmt: skip
+    error = refused(path)
+    assert error.key == "cases[0].expect.args.x"
+    assert "read_file" in error.problem and "'x'" in error.problem
+    ok = suite(tmp_path, "- {id: a, prompt: p, expect: {call: read_file}}\n", tools_text=text)
+    loaded = load_suite(ok)
+    assert judged(loaded.cases[0], {}, loaded.tools) == "ok read_file"
+    assert judged(loaded.cases[0], {"x": 1}, loaded.tools) == (
+        "bad_arguments read_file: $.x is not a declared argument (unknown_argument)"
+    )
 
 
 # --------------------------------------------------------------------------- tool schemas

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from pytest_cardprobe.judge.matchers import show
+from pytest_cardprobe.suite.calls import admits
 
 __all__ = ["schema_problem", "strict_validator"]
 
@@ -83,15 +84,16 @@ def _rule(error: Any) -> str:
 def schema_problem(arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:
     """The first way ``arguments`` break the declared tool's rules, or None.
 
-    An argument the schema does not declare fails as ``unknown_argument`` (whatever
-    ``additionalProperties`` says: a model that invents arguments is wrong even when the
-    schema is lax); then the JSON Schema itself is checked, with strict types.
+    An argument the tool does not take fails as ``unknown_argument``, by the loader's rule
+    (:func:`suite.calls.admits`): named in ``properties``, or admitted by
+    ``additionalProperties``/``patternProperties`` (whose schema then validates it), or
+    left to a composed schema. JSON Schema alone would take any name a schema leaves open by
+    default, so a tool with no ``properties`` takes no arguments. Then the JSON Schema itself
+    is checked, with strict types.
     """
-    properties = parameters.get("properties")
-    if isinstance(properties, Mapping):
-        for name in arguments:
-            if name not in properties:
-                return f"$.{name} is not a declared argument (unknown_argument)"
+    for name in arguments:
+        if not admits(parameters, name):
+            return f"$.{name} is not a declared argument (unknown_argument)"
     from jsonschema.exceptions import best_match
 
     error = best_match(strict_validator(parameters).iter_errors(dict(arguments)))

@@ -21,6 +21,7 @@ from pytest_cardprobe.suite.calls import (
     FinalCheck,
     Matcher,
     ScriptedResult,
+    admits,
     declared_names,
     parameters_of,
     parse_matcher,
@@ -28,10 +29,6 @@ from pytest_cardprobe.suite.calls import (
 from pytest_cardprobe.suite.errors import Fail, KeyPath, describe, one_of
 
 __all__ = ["parse_expectation", "parse_results"]
-
-# Keywords under which a parameters schema may say what its properties are without listing
-# them in ``properties``; argument names cannot be checked against such a schema.
-_COMPOSED = ("$ref", "allOf", "anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef")
 
 
 class _Tools:
@@ -60,20 +57,10 @@ class _Tools:
         parameters = parameters_of(self.tools, tool) or {}
         properties = parameters.get("properties")
         declared = list(properties) if isinstance(properties, Mapping) else []
-        extra = parameters.get("additionalProperties")
-        patterns = parameters.get("patternProperties")
-        open_ended = extra is True or isinstance(extra, Mapping)
-        composed = not declared and any(k in parameters for k in _COMPOSED)
         out: list[tuple[str, Matcher]] = []
         for name, matcher in value.items():
             where = (*key, name)
-            known = (
-                name in declared
-                or open_ended
-                or composed
-                or (isinstance(patterns, Mapping) and any(_matches(p, name) for p in patterns))
-            )
-            if not known:
+            if not admits(parameters, name):
                 self.fail(where, self._undeclared(tool, name, declared))
             out.append((name, parse_matcher(matcher, where, self.fail, checked=True)))
         return tuple(out)
@@ -99,13 +86,6 @@ class _Tools:
         name = self.name(value["call"], (*key, "call"))
         args = self.args(name, value["args"], (*key, "args")) if "args" in value else ()
         return CallSpec(name, args)
-
-
-def _matches(pattern: str, name: str) -> bool:
-    try:
-        return re.search(pattern, name) is not None
-    except re.error:
-        return False
 
 
 def parse_final(value: dict[str, Any], key: KeyPath, fail: Fail) -> tuple[FinalCheck, ...]:
