@@ -190,6 +190,23 @@ def test_a_dangling_ref_in_a_tool_schema_is_refused_at_load(tmp_path: Path) -> N
     assert "'#/$defs/nope' does not resolve" in error.problem
 
 
+@pytest.mark.parametrize("name", ["default", "enum", "const", "examples", "$ref"])
+@pytest.mark.parametrize("under", ["properties", "patternProperties", "$defs"])
+def test_a_dangling_ref_is_refused_whatever_its_property_is_called(
+    tmp_path: Path, name: str, under: str
+) -> None:
+    """A property may be called ``default`` or ``enum``: under ``properties`` (and the other
+    maps of names to schemas) that is a name, not the keyword whose value is data."""
+    parameters: dict[str, Any] = {"type": "object", under: {name: {"$ref": "#/$defs/nope"}}}
+    if under == "$defs":
+        parameters["properties"] = {"x": {"$ref": f"#/$defs/{name}"}}
+    text = json.dumps(tools(parameters=parameters), indent=2)
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {no_call: true}}\n", tools_text=text)
+    error = refused(path)
+    assert error.key == f"$[0].function.parameters.{under}.{name}.$ref"
+    assert "'#/$defs/nope' does not resolve" in error.problem
+
+
 def test_a_ref_to_another_document_is_not_fetched(tmp_path: Path) -> None:
     parameters = {"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}}
     text = json.dumps(tools(parameters=parameters))

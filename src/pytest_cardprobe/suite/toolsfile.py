@@ -21,6 +21,16 @@ __all__ = ["check_tools", "read_tools_file"]
 
 # Keywords whose values are data, not schemas: a "$ref" inside them is not a reference.
 _DATA_KEYWORDS = ("const", "enum", "default", "examples")
+# Keywords whose value maps names the author chose to schemas: every value is a schema, so a
+# property called "default" or "enum" is walked like any other.
+_NAMED_SCHEMAS = (
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+)
 
 
 class _FileReader(Reader):
@@ -113,7 +123,10 @@ def _dangling(schema: Mapping[str, Any], cls: Any) -> Iterator[tuple[KeyPath, st
                 except Unresolvable:
                     yield (*at, keyword), ref, "it names another document; nothing is fetched"
         for name, item in node.items():
-            if name not in _DATA_KEYWORDS:
+            if name in _NAMED_SCHEMAS and isinstance(item, Mapping):
+                for key, schema in item.items():
+                    yield from walk(schema, (*at, name, key), resolver)
+            elif name not in _DATA_KEYWORDS:
                 yield from walk(item, (*at, name), resolver)
 
     yield from walk(schema, (), root)
