@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,42 @@ def test_a_dangling_ref_is_refused_whatever_its_property_is_called(
     error = refused(path)
     assert error.key == f"$[0].function.parameters.{under}.{name}.$ref"
     assert "'#/$defs/nope' does not resolve" in error.problem
+
+
+@pytest.mark.parametrize(
+    "draft",
+    ["https://json-schema.org/draft-04/schema#", "http://example.com/nope", 4, None],
+)
+def test_a_schema_draft_nobody_knows_is_refused_at_load(tmp_path: Path, draft: Any) -> None:
+    """An unknown ``$schema`` would be checked as some other draft, silently (jsonschema only
+    warns, naming nothing): a usage error naming file, line, tool and the known drafts."""
+    parameters = {"$schema": draft, "type": "object", "properties": {"n": {"type": "integer"}}}
+    text = json.dumps(tools(parameters=parameters), indent=2)
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {no_call: true}}\n", tools_text=text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no DeprecationWarning in place of the message
+        error = refused(path)
+    assert error.path == tmp_path / "tools.json"
+    assert error.key == "$[0].function.parameters.$schema"
+    assert error.line == line_of(error.path, '"$schema"')
+    assert error.problem.startswith("tool 'read_file': $schema ")
+    assert "is not a JSON Schema draft cardprobe knows" in error.problem
+    assert "http://json-schema.org/draft-04/schema#" in error.problem
+    assert "https://json-schema.org/draft/2020-12/schema" in error.problem
+
+
+@pytest.mark.parametrize(
+    "draft",
+    ["http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema",
+     "https://json-schema.org/draft/2020-12/schema"],
+)  # fmt: skip
+def test_a_known_schema_draft_loads(tmp_path: Path, draft: str) -> None:
+    parameters = {"$schema": draft, "type": "object", "properties": {"n": {"type": "integer"}}}
+    text = json.dumps(tools(parameters=parameters))
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {no_call: true}}\n", tools_text=text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_suite(path).tools[0]["function"]["parameters"]["$schema"] == draft
 
 
 def test_a_ref_to_another_document_is_not_fetched(tmp_path: Path) -> None:
