@@ -254,7 +254,7 @@ HOSTILE: list[Hostile] = [
         "sequence-longer-than-max-turns",
         edit("cases/tools.yaml", "max_turns: 4", "max_turns: 2"),
         USAGE,
-        ("the suite's max_turns: 2 (line 24)", "it could never pass"),
+        ("the suite's max_turns: 2 (line 24)", "leaves no turn for the answer"),
         TOOLS,
     ),
     # ---------------------------------------------------------------- suites: containment
@@ -1137,7 +1137,7 @@ ROWS: tuple[Row, ...] = (
         ("tests/unit/test_call_usage.py::test_a_schema_draft_nobody_knows_is_refused_at_load",)),
     Row("a tool `name` that is no function name", ("must be letters, digits, _ or - (max 64)",),
         ("tool-name-traversal",)),
-    Row("a `sequence` of N calls with `max_turns`", ("it could never pass",),
+    Row("a `sequence` of N calls with `max_turns`", ("leaves no turn for the answer",),
         ("sequence-longer-than-max-turns",)),
     Row("`--model \"\"`, `--model ..`", ("--model", "cardprobe_models"),
         ("model-empty", "model-dotdot", "model-absolute", "model-traversal", "model-control-char",

@@ -282,11 +282,22 @@ def test_a_sequence_needs_a_turn_more_than_it_has_calls(tmp_path: Path) -> None:
     error = refused(path)
     assert (error.key, error.line) == ("cases[0].max_turns", line_of(path, "id: two"))
     assert error.problem == (
-        "case 'two': the sequence has 2 calls, so its tool loop needs at least 3 turns (2 "
-        "with a call and one for the final answer), but max_turns: 2 stops it after 2; it "
-        "could never pass"
+        "case 'two': the sequence has 2 calls; made one per turn, they and the final answer "
+        "take 3 turns, but max_turns: 2 stops the tool loop after 2, which leaves no turn for "
+        "the answer; give max_turns: 3 or more"
     )
     assert load_suite(suite(tmp_path, cases % 3)).cases[0].max_turns == 3
+
+
+def test_the_turn_limit_message_is_true_of_a_model_that_calls_in_parallel() -> None:
+    """The rule is kept (a limit only a model calling in parallel can meet is a mistake),
+    but it is no "could never pass": both calls in one turn, then the answer, passes."""
+    from pytest_cardprobe.suite.calls import CallSpec, Expectation
+
+    both = (ToolCall("read_file", {"path": "a"}), ToolCall("run_tests", {}))
+    turns = [ModelTurn("tool_calls", both, ""), ModelTurn("content", (), "done")]
+    expect = Expectation("sequence", (CallSpec("read_file"), CallSpec("run_tests")), True)
+    assert judge_calls(turns, expect, tools(), max_turns=2).label == "ok read_file > run_tests"
 
 
 def test_the_suites_turn_limit_is_checked_against_each_sequence(tmp_path: Path) -> None:
@@ -294,13 +305,13 @@ def test_the_suites_turn_limit_is_checked_against_each_sequence(tmp_path: Path) 
                  head="max_turns: 2\n")  # fmt: skip
     error = refused(path)
     assert error.key == "cases[0].expect.sequence"
-    assert "but the suite's max_turns: 2 (line 5) stops it after 2" in error.problem
+    assert "but the suite's max_turns: 2 (line 5) stops the tool loop after 2" in error.problem
 
 
 def test_the_default_turn_limit_leaves_room_for_four_calls(tmp_path: Path) -> None:
     five = "[read_file, run_tests, read_file, run_tests, read_file]"
     error = refused(suite(tmp_path, f"- {{id: long, prompt: p, expect: {{sequence: {five}}}}}\n"))
-    assert "but the default max_turns: 5 stops it after 5" in error.problem
+    assert "but the default max_turns: 5 stops the tool loop after 5" in error.problem
     four = "[read_file, run_tests, read_file, run_tests]"
     assert load_suite(suite(tmp_path, f"- {{id: ok, prompt: p, expect: {{sequence: {four}}}}}\n"))
 

@@ -126,7 +126,7 @@ LOADER_ONLY = (
     "samples is more than the limit",
     "low <= high",
     "invalid regular expression",
-    "could never pass",
+    "leaves no turn for the answer",
     "unknown judge",
     "not a valid JSON Schema",
     "does not resolve",
