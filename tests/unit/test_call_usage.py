@@ -177,6 +177,42 @@ def test_a_tool_that_takes_no_such_argument_refuses_it_at_load_and_when_judged(
     )
 
 
+@pytest.mark.parametrize(
+    ("matcher", "expect"),
+    [
+        ("{absent: true}", "{call: read_file, args: {path: %s}}"),
+        ("{absent: true}", "{sequence: [{call: read_file, args: {path: %s}}]}"),
+        ("{absent: true}", "{calls: [run_tests, {call: read_file, args: {path: %s}}]}"),
+    ],
+)
+def test_a_required_argument_cannot_be_absent(tmp_path: Path, matcher: str, expect: str) -> None:
+    path = suite(tmp_path, f"- id: quiet\n  prompt: p\n  expect: {expect % matcher}\n")
+    error = refused(path)
+    assert error.key.startswith("cases[0].expect.") and error.key.endswith(".args.path")
+    assert error.line == line_of(path, "absent")
+    assert error.problem == (
+        "case 'quiet': tool 'read_file' requires 'path' (its parameters list it in `required`), "
+        "so `absent: true` could never pass: a call without 'path' fails as bad_arguments "
+        "before any matcher is asked"
+    )
+
+
+def test_an_absent_optional_argument_and_a_scripted_result_for_a_bad_call_load(
+    tmp_path: Path,
+) -> None:
+    """``lines`` is not required, so it may be absent; a scripted result may answer a call
+    that left ``path`` out (the model's mistake still gets an answer in a loop)."""
+    path = suite(
+        tmp_path,
+        "- id: a\n  prompt: p\n  expect: {sequence: [{call: read_file, args: {lines: "
+        "{absent: true}}}]}\n  results:\n    - {call: read_file, args: {path: {absent: true}}, "
+        "returns: 'path is required'}\n",
+    )
+    case = load_suite(path).cases[0]
+    assert case.expect is not None and case.expect.calls[0].args[0][1].kind == "absent"
+    assert case.results[0].args[0][1].kind == "absent"
+
+
 # --------------------------------------------------------------------------- tool schemas
 
 

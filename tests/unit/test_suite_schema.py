@@ -127,6 +127,8 @@ LOADER_ONLY = (
     "low <= high",
     "invalid regular expression",
     "leaves no turn for the answer",
+    "so `absent: true` could never pass",
+    "is not a JSON Schema draft cardprobe knows",
     "unknown judge",
     "not a valid JSON Schema",
     "does not resolve",
