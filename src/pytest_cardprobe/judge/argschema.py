@@ -21,20 +21,9 @@ from typing import Any
 
 from pytest_cardprobe.judge.matchers import show
 from pytest_cardprobe.suite.calls import admits
+from pytest_cardprobe.suite.schema import strict_types
 
 __all__ = ["schema_problem", "strict_validator"]
-
-
-def _strict_integer(checker: Any, instance: Any) -> bool:
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-@lru_cache(maxsize=16)
-def _strict_class(base: Any) -> Any:
-    """``base`` (a jsonschema validator class) with ``integer`` meaning a JSON integer."""
-    from jsonschema.validators import extend
-
-    return extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
 
 
 @lru_cache(maxsize=256)
@@ -44,7 +33,7 @@ def _validator(schema_text: str) -> Any:
     from jsonschema.validators import validator_for
 
     schema = json.loads(schema_text)
-    return _strict_class(validator_for(schema, default=Draft202012Validator))(schema)
+    return strict_types(validator_for(schema, default=Draft202012Validator))(schema)
 
 
 def strict_validator(parameters: Mapping[str, Any]) -> Any:
