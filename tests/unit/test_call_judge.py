@@ -334,6 +334,41 @@ class TestSchemaPaths:
             "$.opts.b is not allowed (additionalProperties)"
         )
 
+    @pytest.mark.parametrize(
+        ("params", "admitted"),
+        [
+            ({}, False),
+            ({"type": "object"}, False),
+            ({"type": "object", "properties": {}}, False),
+            ({"type": "object", "properties": {"a": {}}}, False),
+            ({"type": "object", "additionalProperties": True}, True),
+            ({"type": "object", "additionalProperties": {"type": "string"}}, True),
+            ({"type": "object", "additionalProperties": False}, False),
+            ({"type": "object", "patternProperties": {"^ex": {}}}, True),
+            ({"type": "object", "patternProperties": {"^zz": {}}}, False),
+            ({"type": "object", "anyOf": [{"properties": {"extra": {}}}]}, True),
+        ],
+    )
+    def test_an_argument_is_declared_by_the_loaders_rule(
+        self, params: dict[str, Any], admitted: bool
+    ) -> None:
+        """The judge refuses exactly the names the loader refuses in ``args:``."""
+        from pytest_cardprobe.suite.calls import admits
+
+        problem = schema_problem({"extra": "v"}, params)
+        assert admits(params, "extra") is admitted
+        if admitted:
+            assert problem is None
+        else:
+            assert problem == "$.extra is not a declared argument (unknown_argument)"
+
+    def test_an_admitted_argument_is_validated_by_the_schema_that_admits_it(self) -> None:
+        params = {"type": "object", "patternProperties": {"^n_": {"type": "integer"}}}
+        assert schema_problem({"n_a": 3}, params) is None
+        assert schema_problem({"n_a": 3.0}, params) == (
+            "$.n_a 3.0 is a float, the tool declares integer"
+        )
+
     def test_valid_arguments_pass(self) -> None:
         params = TOOLS[0]["function"]["parameters"]
         assert schema_problem({"path": "a", "lines": 3}, params) is None

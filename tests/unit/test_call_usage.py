@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import json
 import textwrap
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cardprobe.judge.call import ModelTurn, judge_calls
 from pytest_cardprobe.suite.calls import Matcher, parse_matcher
 from pytest_cardprobe.suite.loader import SuiteError, load_suite
+from pytest_cardprobe.suite.records import Case
+from pytest_cardprobe.types import ToolCall
 
 PARAMS = {
     "type": "object",
@@ -103,22 +108,109 @@ def test_a_tool_without_properties_takes_no_arguments(tmp_path: Path) -> None:
     assert "additionalProperties: true" in error.problem
 
 
+def judged(case: Case, arguments: dict[str, Any], tools_list: Sequence[Any]) -> str:
+    """The label the call judge gives ``case`` for one call of its tool with ``arguments``."""
+    spec = case.expect.calls[0] if case.expect is not None else None
+    assert spec is not None
+    turn = ModelTurn("tool_calls", (ToolCall(spec.name, arguments),), "")
+    return judge_calls([turn], case.expect, tools_list).label
+
+
 @pytest.mark.parametrize(
-    "parameters",
+    ("parameters", "refused_value"),
     [
-        {"type": "object", "additionalProperties": True},
-        {"type": "object", "properties": {"y": {}}, "additionalProperties": {"type": "integer"}},
-        {"type": "object", "patternProperties": {"^x": {}}},
-        {"type": "object", "allOf": [{"properties": {"x": {}}}]},
+        ({"type": "object", "additionalProperties": True}, None),
+        ({"type": "object", "properties": {"y": {}}, "additionalProperties": {"type": "integer"}},
+         "x"),
+        ({"type": "object", "patternProperties": {"^x": {"type": "integer"}}}, "x"),
+        ({"type": "object", "properties": {"y": {}}, "patternProperties": {"^x": {}}}, None),
+        ({"type": "object", "allOf": [{"properties": {"x": {"type": "integer"}}}]}, "x"),
     ],
-)
+)  # fmt: skip
 def test_a_tool_that_takes_other_arguments_may_be_given_them(
-    tmp_path: Path, parameters: dict[str, Any]
+    tmp_path: Path, parameters: dict[str, Any], refused_value: str | None
 ) -> None:
+    """What the loader lets a case name, the judge lets a model send; the schema that admits
+    the name (``additionalProperties``, ``patternProperties``) then validates its value."""
     text = json.dumps(tools(parameters=parameters))
     path = suite(tmp_path, "- {id: a, prompt: p, expect: {call: read_file, args: {x: 1}}}\n",
                  tools_text=text)  # fmt: skip
-    assert load_suite(path).cases[0].expect is not None
+    loaded = load_suite(path)
+    case = loaded.cases[0]
+    assert judged(case, {"x": 1}, loaded.tools) == "ok read_file"
+    label = judged(case, {"x": "one", **({} if refused_value else {"y": 1})}, loaded.tools)
+    if refused_value:
+        assert label == "bad_arguments read_file: $.x is not of type integer"
+    else:
+        assert label.startswith("wrong_arguments read_file: $.x got")
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object"},
+        None,  # no `parameters` key at all
+        {"type": "object", "properties": {}},
+        {"type": "object", "properties": {"y": {}}, "patternProperties": {"^z": {}}},
+        {"type": "object", "properties": {"y": {}}, "additionalProperties": False},
+    ],
+)
+def test_a_tool_that_takes_no_such_argument_refuses_it_at_load_and_when_judged(
+    tmp_path: Path, parameters: dict[str, Any] | None
+) -> None:
+    """No `properties` (and nothing else admitting the name) means no such argument, both
+    when a case names it and when a model sends it: JSON Schema alone would take it."""
+    declared = tools(parameters=parameters or {})
+    if parameters is None:
+        del declared[0]["function"]["parameters"]
+    text = json.dumps(declared)
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {call: read_file, args: {x: 1}}}\n",
+                 tools_text=text)  # fmt: skip
+    error = refused(path)
+    assert error.key == "cases[0].expect.args.x"
+    assert "read_file" in error.problem and "'x'" in error.problem
+    ok = suite(tmp_path, "- {id: a, prompt: p, expect: {call: read_file}}\n", tools_text=text)
+    loaded = load_suite(ok)
+    assert judged(loaded.cases[0], {}, loaded.tools) == "ok read_file"
+    assert judged(loaded.cases[0], {"x": 1}, loaded.tools) == (
+        "bad_arguments read_file: $.x is not a declared argument (unknown_argument)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("matcher", "expect"),
+    [
+        ("{absent: true}", "{call: read_file, args: {path: %s}}"),
+        ("{absent: true}", "{sequence: [{call: read_file, args: {path: %s}}]}"),
+        ("{absent: true}", "{calls: [run_tests, {call: read_file, args: {path: %s}}]}"),
+    ],
+)
+def test_a_required_argument_cannot_be_absent(tmp_path: Path, matcher: str, expect: str) -> None:
+    path = suite(tmp_path, f"- id: quiet\n  prompt: p\n  expect: {expect % matcher}\n")
+    error = refused(path)
+    assert error.key.startswith("cases[0].expect.") and error.key.endswith(".args.path")
+    assert error.line == line_of(path, "absent")
+    assert error.problem == (
+        "case 'quiet': tool 'read_file' requires 'path' (its parameters list it in `required`), "
+        "so `absent: true` could never pass: a call without 'path' fails as bad_arguments "
+        "before any matcher is asked"
+    )
+
+
+def test_an_absent_optional_argument_and_a_scripted_result_for_a_bad_call_load(
+    tmp_path: Path,
+) -> None:
+    """``lines`` is not required, so it may be absent; a scripted result may answer a call
+    that left ``path`` out (the model's mistake still gets an answer in a loop)."""
+    path = suite(
+        tmp_path,
+        "- id: a\n  prompt: p\n  expect: {sequence: [{call: read_file, args: {lines: "
+        "{absent: true}}}]}\n  results:\n    - {call: read_file, args: {path: {absent: true}}, "
+        "returns: 'path is required'}\n",
+    )
+    case = load_suite(path).cases[0]
+    assert case.expect is not None and case.expect.calls[0].args[0][1].kind == "absent"
+    assert case.results[0].args[0][1].kind == "absent"
 
 
 # --------------------------------------------------------------------------- tool schemas
@@ -133,6 +225,59 @@ def test_a_dangling_ref_in_a_tool_schema_is_refused_at_load(tmp_path: Path) -> N
     assert error.key == "$[0].function.parameters.properties.x.$ref"
     assert error.line == line_of(error.path, '"$ref"')
     assert "'#/$defs/nope' does not resolve" in error.problem
+
+
+@pytest.mark.parametrize("name", ["default", "enum", "const", "examples", "$ref"])
+@pytest.mark.parametrize("under", ["properties", "patternProperties", "$defs"])
+def test_a_dangling_ref_is_refused_whatever_its_property_is_called(
+    tmp_path: Path, name: str, under: str
+) -> None:
+    """A property may be called ``default`` or ``enum``: under ``properties`` (and the other
+    maps of names to schemas) that is a name, not the keyword whose value is data."""
+    parameters: dict[str, Any] = {"type": "object", under: {name: {"$ref": "#/$defs/nope"}}}
+    if under == "$defs":
+        parameters["properties"] = {"x": {"$ref": f"#/$defs/{name}"}}
+    text = json.dumps(tools(parameters=parameters), indent=2)
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {no_call: true}}\n", tools_text=text)
+    error = refused(path)
+    assert error.key == f"$[0].function.parameters.{under}.{name}.$ref"
+    assert "'#/$defs/nope' does not resolve" in error.problem
+
+
+@pytest.mark.parametrize(
+    "draft",
+    ["https://json-schema.org/draft-04/schema#", "http://example.com/nope", 4, None],
+)
+def test_a_schema_draft_nobody_knows_is_refused_at_load(tmp_path: Path, draft: Any) -> None:
+    """An unknown ``$schema`` would be checked as some other draft, silently (jsonschema only
+    warns, naming nothing): a usage error naming file, line, tool and the known drafts."""
+    parameters = {"$schema": draft, "type": "object", "properties": {"n": {"type": "integer"}}}
+    text = json.dumps(tools(parameters=parameters), indent=2)
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {no_call: true}}\n", tools_text=text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no DeprecationWarning in place of the message
+        error = refused(path)
+    assert error.path == tmp_path / "tools.json"
+    assert error.key == "$[0].function.parameters.$schema"
+    assert error.line == line_of(error.path, '"$schema"')
+    assert error.problem.startswith("tool 'read_file': $schema ")
+    assert "is not a JSON Schema draft cardprobe knows" in error.problem
+    assert "http://json-schema.org/draft-04/schema#" in error.problem
+    assert "https://json-schema.org/draft/2020-12/schema" in error.problem
+
+
+@pytest.mark.parametrize(
+    "draft",
+    ["http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema",
+     "https://json-schema.org/draft/2020-12/schema"],
+)  # fmt: skip
+def test_a_known_schema_draft_loads(tmp_path: Path, draft: str) -> None:
+    parameters = {"$schema": draft, "type": "object", "properties": {"n": {"type": "integer"}}}
+    text = json.dumps(tools(parameters=parameters))
+    path = suite(tmp_path, "- {id: a, prompt: p, expect: {no_call: true}}\n", tools_text=text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_suite(path).tools[0]["function"]["parameters"]["$schema"] == draft
 
 
 def test_a_ref_to_another_document_is_not_fetched(tmp_path: Path) -> None:
@@ -173,11 +318,22 @@ def test_a_sequence_needs_a_turn_more_than_it_has_calls(tmp_path: Path) -> None:
     error = refused(path)
     assert (error.key, error.line) == ("cases[0].max_turns", line_of(path, "id: two"))
     assert error.problem == (
-        "case 'two': the sequence has 2 calls, so its tool loop needs at least 3 turns (2 "
-        "with a call and one for the final answer), but max_turns: 2 stops it after 2; it "
-        "could never pass"
+        "case 'two': the sequence has 2 calls; made one per turn, they and the final answer "
+        "take 3 turns, but max_turns: 2 stops the tool loop after 2, which leaves no turn for "
+        "the answer; give max_turns: 3 or more"
     )
     assert load_suite(suite(tmp_path, cases % 3)).cases[0].max_turns == 3
+
+
+def test_the_turn_limit_message_is_true_of_a_model_that_calls_in_parallel() -> None:
+    """The rule is kept (a limit only a model calling in parallel can meet is a mistake),
+    but it is no "could never pass": both calls in one turn, then the answer, passes."""
+    from pytest_cardprobe.suite.calls import CallSpec, Expectation
+
+    both = (ToolCall("read_file", {"path": "a"}), ToolCall("run_tests", {}))
+    turns = [ModelTurn("tool_calls", both, ""), ModelTurn("content", (), "done")]
+    expect = Expectation("sequence", (CallSpec("read_file"), CallSpec("run_tests")), True)
+    assert judge_calls(turns, expect, tools(), max_turns=2).label == "ok read_file > run_tests"
 
 
 def test_the_suites_turn_limit_is_checked_against_each_sequence(tmp_path: Path) -> None:
@@ -185,13 +341,13 @@ def test_the_suites_turn_limit_is_checked_against_each_sequence(tmp_path: Path) 
                  head="max_turns: 2\n")  # fmt: skip
     error = refused(path)
     assert error.key == "cases[0].expect.sequence"
-    assert "but the suite's max_turns: 2 (line 5) stops it after 2" in error.problem
+    assert "but the suite's max_turns: 2 (line 5) stops the tool loop after 2" in error.problem
 
 
 def test_the_default_turn_limit_leaves_room_for_four_calls(tmp_path: Path) -> None:
     five = "[read_file, run_tests, read_file, run_tests, read_file]"
     error = refused(suite(tmp_path, f"- {{id: long, prompt: p, expect: {{sequence: {five}}}}}\n"))
-    assert "but the default max_turns: 5 stops it after 5" in error.problem
+    assert "but the default max_turns: 5 stops the tool loop after 5" in error.problem
     four = "[read_file, run_tests, read_file, run_tests]"
     assert load_suite(suite(tmp_path, f"- {{id: ok, prompt: p, expect: {{sequence: {four}}}}}\n"))
 

@@ -238,6 +238,42 @@ def test_call_written_as_text_is_not_a_card(reply: str, accept: list[str]) -> No
     assert verdict == Verdict(False, "text-call", MALFORMED, (), ())
 
 
+# A card whose text mentions a call wrapper: the wrapper is inside a JSON string.
+MENTIONS = json.dumps(
+    [
+        {"type": "TextBlock", "text": "Models wrap calls in <tool_call> or [TOOL_CALLS] tags."},
+        {"type": "Input.Date", "id": "d", "label": "<|python_tag|> day"},
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        pytest.param(MENTIONS, "ok Input.Date TextBlock", id="whole-reply"),
+        pytest.param(f"```json\n{MENTIONS}\n```", "ok Input.Date TextBlock", id="fenced"),
+        pytest.param(f"  `{MENTIONS}`", "ok Input.Date TextBlock", id="stray-backticks"),
+        pytest.param(f"Here:\n{MENTIONS}\nDone.", "prose-with-card", id="block-in-prose"),
+        pytest.param(f"Here:\n```json\n{MENTIONS}\n```", "prose-with-card", id="fence-in-prose"),
+    ],
+)
+def test_a_card_that_mentions_a_call_wrapper_in_its_text_is_a_card(reply: str, label: str) -> None:
+    """A wrapper inside a string of the card wraps nothing (recovery rules the same, §6)."""
+    assert judge(reply, DATE).label == label
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(f"<tool_call>\n{MENTIONS}\n</tool_call>", id="card-in-tags"),
+        pytest.param(f"[TOOL_CALLS]\n```json\n{MENTIONS}\n```", id="tag-before-fence"),
+        pytest.param('{"type": "TextBlock", "text": "<tool_call>', id="broken-json"),
+    ],
+)
+def test_a_call_wrapper_outside_the_json_is_still_a_text_call(reply: str) -> None:
+    assert judge(reply, DATE).label == "text-call"
+
+
 def test_card_with_actions_and_no_body_is_a_card() -> None:
     reply = '{"type":"AdaptiveCard","actions":[{"type":"Action.OpenUrl","url":"https://x"}]}'
     assert detect_card(reply).is_card

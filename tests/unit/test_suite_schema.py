@@ -24,9 +24,11 @@ from pytest_cardprobe.suite.loader import (
     SuiteError,
     load_suite,
 )
+from pytest_cardprobe.suite.schema import strict_types
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+# The loader's reading of the schema: `integer` is a JSON integer (2.0 is not one).
+VALIDATOR = strict_types(jsonschema.Draft202012Validator)(SCHEMA)
 
 CARD: dict[str, Any] = {
     "cardprobe": 1,
@@ -105,7 +107,7 @@ CALL: dict[str, Any] = {
 
 # Values a mutation writes: one of each JSON type, and near-misses of the real ones.
 LEAVES = [
-    None, True, False, 0, 1, -1, 2, 2.5, "", " ", "x", "tool", "call", "cold", "seeded",
+    None, True, False, 0, 1, -1, 2, 2.5, 1.0, 2.0, "", " ", "x", "tool", "call", "cold", "seeded",
     "read_file", "function", "object", [], ["prose"], ["call"], ["x", "x"], {},
     {"type": "string"}, {"regex": "a"}, {"any": True}, {"optional": 3}, {"absent": True},
     {"length": [1, 2]}, {"call": "read_file"}, {"no_call": True},
@@ -126,7 +128,9 @@ LOADER_ONLY = (
     "samples is more than the limit",
     "low <= high",
     "invalid regular expression",
-    "could never pass",
+    "leaves no turn for the answer",
+    "so `absent: true` could never pass",
+    "is not a JSON Schema draft cardprobe knows",
     "unknown judge",
     "not a valid JSON Schema",
     "does not resolve",
@@ -222,7 +226,10 @@ def test_each_default_is_the_loaders() -> None:
     card = SCHEMA["$defs"]["cardSuite"]["properties"]
     call = SCHEMA["$defs"]["callSuite"]["properties"]
     assert top["samples"]["default"] == DEFAULT_SAMPLES
-    assert f"At most {MAX_SAMPLES} " in top["samples"]["description"]
+    # The cap is the ini option's, written once (suite/context.py): the schema names the
+    # option, not a copy of its default.
+    assert "At most the ini option cardprobe_max_samples " in top["samples"]["description"]
+    assert str(MAX_SAMPLES) not in top["samples"]["description"]
     assert tuple(card["channels"]["default"]) == DEFAULT_CHANNELS
     assert tuple(card["conditions"]["default"]) == DEFAULT_CONDITIONS
     assert tuple(call["conditions"]["default"]) == DEFAULT_CONDITIONS

@@ -20,20 +20,10 @@ from functools import lru_cache
 from typing import Any
 
 from pytest_cardprobe.judge.matchers import show
+from pytest_cardprobe.suite.calls import admits
+from pytest_cardprobe.suite.schema import strict_types
 
 __all__ = ["schema_problem", "strict_validator"]
-
-
-def _strict_integer(checker: Any, instance: Any) -> bool:
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-@lru_cache(maxsize=16)
-def _strict_class(base: Any) -> Any:
-    """``base`` (a jsonschema validator class) with ``integer`` meaning a JSON integer."""
-    from jsonschema.validators import extend
-
-    return extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
 
 
 @lru_cache(maxsize=256)
@@ -43,7 +33,7 @@ def _validator(schema_text: str) -> Any:
     from jsonschema.validators import validator_for
 
     schema = json.loads(schema_text)
-    return _strict_class(validator_for(schema, default=Draft202012Validator))(schema)
+    return strict_types(validator_for(schema, default=Draft202012Validator))(schema)
 
 
 def strict_validator(parameters: Mapping[str, Any]) -> Any:
@@ -83,15 +73,16 @@ def _rule(error: Any) -> str:
 def schema_problem(arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:
     """The first way ``arguments`` break the declared tool's rules, or None.
 
-    An argument the schema does not declare fails as ``unknown_argument`` (whatever
-    ``additionalProperties`` says: a model that invents arguments is wrong even when the
-    schema is lax); then the JSON Schema itself is checked, with strict types.
+    An argument the tool does not take fails as ``unknown_argument``, by the loader's rule
+    (:func:`suite.calls.admits`): named in ``properties``, or admitted by
+    ``additionalProperties``/``patternProperties`` (whose schema then validates it), or
+    left to a composed schema. JSON Schema alone would take any name a schema leaves open by
+    default, so a tool with no ``properties`` takes no arguments. Then the JSON Schema itself
+    is checked, with strict types.
     """
-    properties = parameters.get("properties")
-    if isinstance(properties, Mapping):
-        for name in arguments:
-            if name not in properties:
-                return f"$.{name} is not a declared argument (unknown_argument)"
+    for name in arguments:
+        if not admits(parameters, name):
+            return f"$.{name} is not a declared argument (unknown_argument)"
     from jsonschema.exceptions import best_match
 
     error = best_match(strict_validator(parameters).iter_errors(dict(arguments)))

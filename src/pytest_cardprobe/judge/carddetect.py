@@ -136,17 +136,20 @@ def card_problem(value: Any) -> str | None:
     return f"top-level {kind}"
 
 
-def _fenced_candidate(text: str) -> tuple[str, bool] | None:
-    """First code fence whose content looks like JSON: (content, wrapped in prose)."""
+def _fenced_candidate(text: str) -> tuple[str, bool, int] | None:
+    """First code fence whose content looks like JSON: (content, wrapped in prose, where the
+    content starts in ``text``)."""
     pos = 0
     while (m := _FENCE_OPEN.search(text, pos)) is not None:
         close = text.find("```", m.end())
         end = len(text) if close < 0 else close  # an unclosed fence runs to the end
-        content = text[m.end() : end].strip(_DECORATION)
+        inside = text[m.end() : end]
+        content = inside.strip(_DECORATION)
         if content[:1] in ("{", "["):
             after = "" if close < 0 else text[close:]
             prose = (text[: m.start()] + after).strip(_DECORATION)
-            return content, bool(prose)
+            start = m.end() + len(inside) - len(inside.lstrip(_DECORATION))
+            return content, bool(prose), start
         if close < 0:
             return None
         pos = close + 3
@@ -177,8 +180,9 @@ def is_text_call(value: Any) -> bool:
 _DECODER = json.JSONDecoder()
 
 
-def _embedded_block(text: str) -> tuple[Any, bool] | None:
-    """A JSON block on lines of its own, with prose around it: (value, prose outside).
+def _embedded_block(text: str) -> tuple[Any, bool, tuple[int, int]] | None:
+    """A JSON block on lines of its own, with prose around it: (value, prose outside, where
+    the block is in ``text``).
 
     Only the first line that opens with ``{`` or ``[`` is tried: every later one may be a
     line inside that block (a pretty-printed card cut short has whole elements on later
@@ -201,7 +205,23 @@ def _embedded_block(text: str) -> tuple[Any, bool] | None:
     if tail[:1] in ("{", "[", ","):
         return None  # more JSON follows: two objects without a comma are not repaired
     head = text[: m.start()].strip(_DECORATION)
-    return value, bool(head or tail)
+    return value, bool(head or tail), (start, end)
+
+
+def _wrapper_outside(text: str, json_span: tuple[int, int] | None) -> bool:
+    """A call wrapper (``<tool_call>`` …) in ``text`` outside the JSON that parsed.
+
+    Inside the parsed JSON a wrapper can only sit in a string (a card's ``TextBlock`` that
+    mentions ``<tool_call>``): it wraps nothing, as recovery also rules (§6).
+    """
+    low, high = json_span if json_span is not None else (0, 0)
+    for wrapper in _CALL_WRAPPERS:
+        at = text.find(wrapper)
+        while at >= 0:
+            if not low <= at < high:
+                return True
+            at = text.find(wrapper, at + len(wrapper))
+    return False
 
 
 def detect_card(text: str) -> CardDetection:
@@ -215,20 +235,24 @@ def detect_card(text: str) -> CardDetection:
        and/or after prose (``Here you go:\n{...}\nEnjoy!``): reported as wrapped in prose.
 
     Two objects on separate lines without a comma stay invalid JSON: no stage repairs them.
-    A call written as text (:func:`is_text_call`, or a ``<tool_call>``-style wrapper) is
-    flagged as ``text_call`` and is never a card.
+    A call written as text (:func:`is_text_call`, or a ``<tool_call>``-style wrapper outside
+    the JSON that parsed) is flagged as ``text_call`` and is never a card; a wrapper inside a
+    string of the JSON (a card's text that mentions ``<tool_call>``) wraps nothing.
     """
     raw = text.strip()
     ok, value, dupes, _ = _loads(raw)
     fenced = wrapped = bracketed = False
     error: str | None = None
     candidate = raw
+    span = (0, len(raw))  # where the JSON candidate is in raw
     if not ok:
         found = _fenced_candidate(raw)
         if found is not None:
-            (candidate, wrapped), fenced = found, True
+            (candidate, wrapped, start), fenced = found, True
         else:
             candidate = raw.strip(_DECORATION)
+            start = len(raw) - len(raw.lstrip(_DECORATION))
+        span = (start, start + len(candidate))
         ok, value, dupes, error = _loads(candidate)
         if not ok and candidate.startswith("{") and candidate.endswith("}"):
             ok, value, dupes, _ = _loads("[" + candidate + "]")
@@ -236,12 +260,13 @@ def detect_card(text: str) -> CardDetection:
         if ok:
             error = None
         elif not fenced and (block := _embedded_block(raw)) is not None:
-            block_value, around = block
+            block_value, around, span = block
             if around and (is_text_call(block_value) or card_problem(block_value) is None):
                 ok, value, wrapped, error = True, block_value, True, None
                 candidate = raw.strip(_DECORATION)
     looks = candidate[:1] in ("{", "[") or (ok and isinstance(value, (dict, list, str)))
-    call = (ok and is_text_call(value)) or any(w in raw for w in _CALL_WRAPPERS)
+    # A wrapper counts outside the JSON that parsed; with nothing parsed, anywhere.
+    call = (ok and is_text_call(value)) or _wrapper_outside(raw, span if ok else None)
     problem = card_problem(value) if ok and not call else None
     return CardDetection(
         value=value,

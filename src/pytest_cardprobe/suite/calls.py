@@ -182,6 +182,49 @@ def declared_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     return names
 
 
+#: Keywords under which a parameters schema may say what its properties are without listing
+#: them in ``properties``: argument names cannot be checked against such a schema by name.
+COMPOSED: tuple[str, ...] = (
+    "$ref",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "if",
+    "dependentSchemas",
+    "$dynamicRef",
+)
+
+
+def admits(parameters: Mapping[str, Any], name: str) -> bool:
+    """Whether a tool whose ``parameters`` are these takes an argument called ``name``.
+
+    One rule for the loader (an ``args:`` key) and the judge (an argument a model sent): the
+    name is in ``properties``; or ``additionalProperties`` is ``true`` or a schema (which
+    then says what its value must be); or a ``patternProperties`` pattern matches it; or the
+    parameters list no ``properties`` but compose them (``allOf``, ``$ref``, …), so only the
+    JSON Schema can tell. Otherwise not, though JSON Schema itself admits any name by
+    default: a tool with no ``properties`` (or no ``parameters``) takes no arguments.
+    """
+    properties = parameters.get("properties")
+    if isinstance(properties, Mapping) and name in properties:
+        return True
+    extra = parameters.get("additionalProperties")
+    if extra is True or isinstance(extra, Mapping):
+        return True
+    patterns = parameters.get("patternProperties")
+    if isinstance(patterns, Mapping) and any(_searches(p, name) for p in patterns):
+        return True
+    return not properties and any(k in parameters for k in COMPOSED)
+
+
+def _searches(pattern: Any, name: str) -> bool:
+    # JSON Schema patterns are unanchored, as jsonschema applies them (re.search).
+    try:
+        return isinstance(pattern, str) and re.search(pattern, name) is not None
+    except re.error:
+        return False
+
+
 def parameters_of(tools: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:
     """The ``parameters`` JSON Schema of the declared tool ``name``."""
     for tool in tools:

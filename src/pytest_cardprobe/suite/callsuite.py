@@ -2,7 +2,9 @@
 
 Checked here, beyond the schema: the tools (through :mod:`suite.toolsfile`), each case's
 expectation and scripted results against those tools (:mod:`suite.expectations`), and the
-turn limit of a tool loop, which must leave room for every expected call and the answer.
+turn limit of a tool loop, which must leave room for every expected call and the answer when
+the calls come one per turn (a model may make several in one turn, but a limit that only such a
+model can meet is a mistake).
 """
 
 from __future__ import annotations
@@ -94,11 +96,12 @@ def _case(
                 if line
                 else f"the default max_turns: {turns}"
             )
+        plural = "s" if calls != 1 else ""
         fail(
             key,
-            f"the sequence has {calls} call{'s' if calls != 1 else ''}, so its tool loop needs "
-            f"at least {calls + 1} turns ({calls} with a call and one for the final answer), "
-            f"but {given} stops it after {turns}; it could never pass",
+            f"the sequence has {calls} call{plural}; made one per turn, they and the final "
+            f"answer take {calls + 1} turns, but {given} stops the tool loop after {turns}, "
+            f"which leaves no turn for the answer; give max_turns: {calls + 1} or more",
         )
     return Case(
         id=ident,

@@ -3,8 +3,9 @@
 The suite schema has checked their shape by the time they get here; this module checks
 what the schema cannot know: that each named tool is one the suite declares, that each
 argument a matcher names is one that tool declares (a typo of ``path`` would otherwise fail
-every sample as a wrong argument), regular expressions and ``low <= high`` (through
-:func:`parse_matcher`). Problems are raised through ``fail`` with the key path.
+every sample as a wrong argument), that an expected call does not want a required argument
+``absent``, regular expressions and ``low <= high`` (through :func:`parse_matcher`).
+Problems are raised through ``fail`` with the key path.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pytest_cardprobe.suite.calls import (
     FinalCheck,
     Matcher,
     ScriptedResult,
+    admits,
     declared_names,
     parameters_of,
     parse_matcher,
@@ -28,10 +30,6 @@ from pytest_cardprobe.suite.calls import (
 from pytest_cardprobe.suite.errors import Fail, KeyPath, describe, one_of
 
 __all__ = ["parse_expectation", "parse_results"]
-
-# Keywords under which a parameters schema may say what its properties are without listing
-# them in ``properties``; argument names cannot be checked against such a schema.
-_COMPOSED = ("$ref", "allOf", "anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef")
 
 
 class _Tools:
@@ -54,28 +52,36 @@ class _Tools:
         return value
 
     def args(
-        self, tool: str, value: dict[str, Any], key: KeyPath
+        self, tool: str, value: dict[str, Any], key: KeyPath, *, expected: bool = True
     ) -> tuple[tuple[str, Matcher], ...]:
-        """``args:`` of a call of ``tool``: each name declared by the tool, each matcher read."""
+        """``args:`` of a call of ``tool``: each name declared by the tool, each matcher read.
+
+        In an expected call (not a scripted result, which may answer any call), a required
+        argument cannot be ``absent``: a call without it fails the schema before any matcher.
+        """
         parameters = parameters_of(self.tools, tool) or {}
         properties = parameters.get("properties")
         declared = list(properties) if isinstance(properties, Mapping) else []
-        extra = parameters.get("additionalProperties")
-        patterns = parameters.get("patternProperties")
-        open_ended = extra is True or isinstance(extra, Mapping)
-        composed = not declared and any(k in parameters for k in _COMPOSED)
+        required = parameters.get("required")
         out: list[tuple[str, Matcher]] = []
         for name, matcher in value.items():
             where = (*key, name)
-            known = (
-                name in declared
-                or open_ended
-                or composed
-                or (isinstance(patterns, Mapping) and any(_matches(p, name) for p in patterns))
-            )
-            if not known:
+            if not admits(parameters, name):
                 self.fail(where, self._undeclared(tool, name, declared))
-            out.append((name, parse_matcher(matcher, where, self.fail, checked=True)))
+            read = parse_matcher(matcher, where, self.fail, checked=True)
+            if (
+                expected
+                and read.kind == "absent"
+                and isinstance(required, list)
+                and name in required
+            ):
+                self.fail(
+                    where,
+                    f"tool {tool!r} requires {name!r} (its parameters list it in `required`), "
+                    f"so `absent: true` could never pass: a call without {name!r} fails as "
+                    "bad_arguments before any matcher is asked",
+                )
+            out.append((name, read))
         return tuple(out)
 
     @staticmethod
@@ -99,13 +105,6 @@ class _Tools:
         name = self.name(value["call"], (*key, "call"))
         args = self.args(name, value["args"], (*key, "args")) if "args" in value else ()
         return CallSpec(name, args)
-
-
-def _matches(pattern: str, name: str) -> bool:
-    try:
-        return re.search(pattern, name) is not None
-    except re.error:
-        return False
 
 
 def parse_final(value: dict[str, Any], key: KeyPath, fail: Fail) -> tuple[FinalCheck, ...]:
@@ -172,6 +171,10 @@ def parse_results(
     for index, item in enumerate(value):
         where = (*key, index)
         tool = known.name(item["call"], (*where, "call"))
-        args = known.args(tool, item["args"], (*where, "args")) if "args" in item else ()
+        args = (
+            known.args(tool, item["args"], (*where, "args"), expected=False)
+            if "args" in item
+            else ()
+        )
         out.append(ScriptedResult(tool, args, _result_text(item["returns"])))
     return tuple(out)

@@ -2,8 +2,10 @@
 
 ``suite.schema.json`` (Draft 2020-12, stated in the file) is the one description of a
 suite's shape: editors use it, and the loader validates every suite with it before reading
-anything else. A raw jsonschema error reads like ``'tool' is not one of ['prose', ...]``;
-:func:`first_problem` turns the first error in the file into the loader's own wording, with
+anything else, reading ``integer`` strictly (:func:`strict_types`: ``2.0`` is no integer,
+though the draft would take it, so an editor may accept what the loader refuses there). A
+raw jsonschema error reads like ``'tool' is not one of ['prose', ...]``; :func:`first_problem`
+turns the first error in the file into the loader's own wording, with
 the key path it belongs to, from the schema's ``x-`` annotations (which validators ignore):
 
 * ``x-expected``: what the value should be: ``expected <x-expected>, got <the value>``;
@@ -28,7 +30,7 @@ from typing import Any
 
 from pytest_cardprobe.suite.errors import KeyPath, describe, one_of
 
-__all__ = ["SCHEMA_PATH", "first_problem", "schema"]
+__all__ = ["SCHEMA_PATH", "first_problem", "schema", "strict_types"]
 
 # The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
 # a plain path works for both editable and wheel installs and needs no importlib dance.
@@ -42,13 +44,30 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
+def _strict_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@lru_cache(maxsize=16)
+def strict_types(base: Any) -> Any:
+    """``base`` (a jsonschema validator class) with ``integer`` meaning a JSON integer.
+
+    Drafts 6 and later call ``2.0`` an integer, since its value is whole; here it is not, nor
+    is ``true``. The suite validator uses it (``samples: 2.0`` reads ``expected an integer >=
+    1, got 2.0``) and so does the call judge for a tool's arguments (judge/argschema.py).
+    """
+    from jsonschema.validators import extend
+
+    return extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
+
+
 @cache
 def _validator(definition: str | None) -> Any:
     # jsonschema is imported on first use: a run that loads no suite never pays for it.
     from jsonschema.validators import validator_for
 
     root = schema()
-    validator = validator_for(root)(root)  # the draft the file's $schema names
+    validator = strict_types(validator_for(root))(root)  # the draft the file's $schema names
     if definition is None:
         return validator
     return validator.evolve(schema={"$ref": f"#/$defs/{definition}"})

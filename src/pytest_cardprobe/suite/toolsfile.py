@@ -1,10 +1,11 @@
 """Suite stage: a call suite's tool list, inline or from a JSON/YAML file, checked.
 
 The suite schema (``toolList``) checks each declaration's shape. Checked here: names are
-unique, each ``parameters`` is a valid JSON Schema for the draft it names (Draft 2020-12 when
-it names none), and every ``$ref`` in it resolves inside it, so a mistake in a tool schema is
-a usage error at load and not a crash in every call test. A tools file keeps the line of each
-JSON path, so errors and lint warnings point at the real line.
+unique, each ``parameters`` names a draft jsonschema knows in ``$schema`` (or none: Draft
+2020-12) and is a valid JSON Schema for it, and every ``$ref`` in it resolves inside it, so
+a mistake in a tool schema is a usage error at load and not a crash in every call test. A
+tools file keeps the line of each JSON path, so errors and lint warnings point at the real
+line.
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ from typing import Any
 
 from pytest_cardprobe.suite.context import Reader
 from pytest_cardprobe.suite.documents import parse_json, parse_yaml
-from pytest_cardprobe.suite.errors import Fail, KeyPath, json_path
+from pytest_cardprobe.suite.errors import Fail, KeyPath, describe, json_path, one_of
 
 __all__ = ["check_tools", "read_tools_file"]
 
 # Keywords whose values are data, not schemas: a "$ref" inside them is not a reference.
 _DATA_KEYWORDS = ("const", "enum", "default", "examples")
+# Keywords whose value maps names the author chose to schemas: every value is a schema, so a
+# property called "default" or "enum" is walked like any other.
+_NAMED_SCHEMAS = (
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+)
 
 
 class _FileReader(Reader):
@@ -65,7 +76,16 @@ def check_tools(value: list[dict[str, Any]], fail: Fail) -> list[dict[str, Any]]
             continue
         parameters = function["parameters"]
         at: KeyPath = (index, "function", "parameters")
-        cls = validator_for(parameters)
+        given = parameters.get("$schema")
+        cls = validator_for(parameters, default=None) if isinstance(given, str) else None
+        if "$schema" in parameters and cls is None:
+            fail(
+                (*at, "$schema"),
+                f"tool {name!r}: $schema {describe(given)} is not a JSON Schema draft cardprobe "
+                f"knows, so its arguments would be checked by another draft's rules; use one "
+                f"of {one_of(_known_drafts())}, or leave $schema out for Draft 2020-12",
+            )
+        cls = cls or validator_for(parameters)
         try:
             cls.check_schema(parameters)
         except SchemaError as exc:
@@ -78,6 +98,14 @@ def check_tools(value: list[dict[str, Any]], fail: Fail) -> list[dict[str, Any]]
                 "every call of this tool could only fail",
             )
     return value
+
+
+def _known_drafts() -> list[str]:
+    """The ``$schema`` values jsonschema has a validator for, oldest draft first."""
+    import jsonschema
+
+    drafts = ("Draft3", "Draft4", "Draft6", "Draft7", "Draft201909", "Draft202012")
+    return [getattr(jsonschema, f"{d}Validator").META_SCHEMA["$schema"] for d in drafts]
 
 
 def _dangling(schema: Mapping[str, Any], cls: Any) -> Iterator[tuple[KeyPath, str, str]]:
@@ -113,7 +141,10 @@ def _dangling(schema: Mapping[str, Any], cls: Any) -> Iterator[tuple[KeyPath, st
                 except Unresolvable:
                     yield (*at, keyword), ref, "it names another document; nothing is fetched"
         for name, item in node.items():
-            if name not in _DATA_KEYWORDS:
+            if name in _NAMED_SCHEMAS and isinstance(item, Mapping):
+                for key, schema in item.items():
+                    yield from walk(schema, (*at, name, key), resolver)
+            elif name not in _DATA_KEYWORDS:
                 yield from walk(item, (*at, name), resolver)
 
     yield from walk(schema, (), root)
