@@ -121,8 +121,16 @@ def test_variants_change_only_what_they_say(rs: ModuleType) -> None:
 
 
 def test_each_ollama_is_parametrized_over_the_scripts_releases(rs: ModuleType) -> None:
-    import conftest  # tests/conftest.py: each_ollama's params come from the script's constants
+    # tests/conftest.py, by its path: `import conftest` finds whichever conftest module was
+    # imported first under that name (tests/plugin's, in some xdist orders).
+    import importlib.util
 
+    path = Path(__file__).resolve().parents[1] / "conftest.py"
+    spec = importlib.util.spec_from_file_location("cardprobe_tests_conftest_releases", path)
+    assert spec is not None and spec.loader is not None
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    # each_ollama's params come from the script's constants
     assert (rs.plain(rs.OLLAMA_PINNED), rs.plain(rs.OLLAMA_LATEST)) == conftest.OLLAMA_RELEASES
 
 
