@@ -129,6 +129,7 @@ def test_each_ollama_is_parametrized_over_the_scripts_releases(rs: ModuleType) -
     spec = importlib.util.spec_from_file_location("cardprobe_tests_conftest_releases", path)
     assert spec is not None and spec.loader is not None
     conftest = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = conftest  # its dataclasses look their module up there
     spec.loader.exec_module(conftest)
     # each_ollama's params come from the script's constants
     assert (rs.plain(rs.OLLAMA_PINNED), rs.plain(rs.OLLAMA_LATEST)) == conftest.OLLAMA_RELEASES
