@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,6 +30,9 @@ from pytest_cardprobe.glue.transport import (
     show_against_baseline,
 )
 from pytest_cardprobe.types import ProbeResult, escape_control
+
+if TYPE_CHECKING:
+    from pytest_cardprobe.run.settings import Settings
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -64,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "samples(n, at_least=k): ask the model n times; pass when at least k (default n) pass",
     )
     state = CardprobeState(config, options.resolve_settings(config))
+    _filter_library_logs(state.settings)
     if not (config.option.help or config.option.version):
         problems = read_baseline(state)
         if not hasattr(config, "workerinput"):
@@ -77,6 +81,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ResultCollector(state), "cardprobe-results")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistHooks(state), "cardprobe-xdist")
+
+
+def _filter_library_logs(settings: Settings) -> None:
+    """No credential in httpx's or vcrpy's log lines (``--log-level=INFO``, ``log_cli``)."""
+    from pytest_cardprobe.wire.logfilter import install, url_secrets
+
+    plain = {"accept", "content-type", "user-agent"}  # never a credential (as in redact.py)
+    secrets = [v for k, v in settings.headers.items() if k.lower() not in plain]
+    secrets += [settings.api_key] if settings.api_key else []
+    for url in settings.servers:
+        secrets += url_secrets(url)
+    install(secrets)
 
 
 def read_baseline(state: CardprobeState) -> list[str]:

@@ -60,7 +60,7 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             server.requests.append(f"GET {self.path}")
             if not self._admitted():
                 return
-            if self.path == "/api/tags":
+            if self.path.split("?", 1)[0] == "/api/tags":
                 self._send(200, {"models": []})
             else:
                 self._send(200, {"version": "fault"})
@@ -71,7 +71,7 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             if not self._admitted():
                 return
-            if self.path == "/api/show":
+            if self.path.split("?", 1)[0] == "/api/show":  # a gateway's ?key= is no path
                 self._send(200, {"capabilities": ["completion", "tools"]})
                 return
             with server.lock:

@@ -1099,6 +1099,7 @@ FINDINGS = "tests/unit/test_fuzz_findings.py"
 HERE = "tests/plugin/test_hostile.py"
 OPTIONS = "tests/plugin/test_option_values.py"
 FAULTS = "tests/live/test_faults_live.py"
+WIRE = "tests/plugin/test_wire_inputs.py"
 ROWS: tuple[Row, ...] = (
     Row("a suite `name`, model name or case id with `..`", ("%2E.", "%2Ftmp"),
         ("suite-name-traversal", "suite-name-absolute", "suite-name-dotdot", "case-id-dotdot")),
@@ -1199,13 +1200,15 @@ ROWS: tuple[Row, ...] = (
         ("--cardprobe-server",), ("server-port-typo", "server-one-slash"),
         (f"{OPTIONS}::test_a_server_that_is_not_an_http_url_is_a_usage_error",
          f"{OPTIONS}::test_a_bad_ini_server_names_the_key_and_hides_credentials",
-         f"{OPTIONS}::test_a_bad_ollama_host_is_a_usage_error")),
+         f"{OPTIONS}::test_a_bad_ollama_host_is_a_usage_error",
+         f"{WIRE}::test_a_host_httpx_would_refuse_when_sending_is_refused_at_configure_time")),
     Row("a server URL with a path of its own", ("/api/chat",), (),
         (f"{FINDINGS}::test_a_recording_through_a_server_url_with_a_path_replays",)),
     Row("a `cardprobe_headers` line that is not `Name: value`", ("cardprobe_headers",),
         ("header-not-ascii", "header-no-colon"),
         (f"{OPTIONS}::test_a_header_that_cannot_be_sent_is_a_usage_error_that_hides_its_value",
-         f"{OPTIONS}::test_an_api_key_that_cannot_be_sent_is_a_usage_error")),
+         f"{OPTIONS}::test_an_api_key_that_cannot_be_sent_is_a_usage_error",
+         f"{WIRE}::test_a_header_the_client_owns_or_an_unset_variable_is_a_usage_error")),
     Row("a server behind a gateway that wants a header", ("the preflight sends",), (),
         ("tests/plugin/test_preflight.py::test_the_preflight_sends_the_headers_and_token_of_every_"
          "request",)),
@@ -1243,7 +1246,8 @@ ROWS: tuple[Row, ...] = (
         ("tests/live/test_secrets_live.py::test_no_secret_reaches_a_cassette_the_terminal_or_a_"
          "report",
          f"{FINDINGS}::test_the_settings_show_no_secret_in_a_traceback",
-         "tests/unit/test_wire_repr.py::test_no_secret_reaches_a_repr_or_a_traceback")),
+         "tests/unit/test_wire_repr.py::test_no_secret_reaches_a_repr_or_a_traceback",
+         f"{WIRE}::test_no_credential_in_httpx_or_vcrpy_log_lines")),
     Row("model replies with ANSI escapes", ("\\x1b[2J",), (),
         (f"{HERE}::test_model_text_with_escape_sequences_is_shown_escaped",)),
 )  # fmt: skip

@@ -156,6 +156,8 @@ def server_url(value: str) -> str:
             raise ValueError(f"{shown} has an invalid IPv6 address {host!r}") from None
     elif not _HOST.fullmatch(host):
         raise ValueError(f"{shown} has an invalid host {host!r}")
+    else:
+        _check_host_name(shown, host)
     if port == 0:
         raise ValueError(f"{shown} has port 0")
     if parts.netloc.endswith(":"):
@@ -163,6 +165,31 @@ def server_url(value: str) -> str:
         raise ValueError(f"{shown} has an empty port")
     return url
 
+
+def _check_host_name(shown: str, host: str) -> None:
+    """A dotted-number host is an IPv4 address; any other is a domain name IDNA can encode."""
+    if re.fullmatch(r"[0-9.]+", host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"{shown} has an invalid IPv4 address {host!r}") from None
+        return
+    labels = host.rstrip(".").split(".")
+    if len(host) > 253 or any(not label or len(label) > 63 for label in labels):
+        raise ValueError(
+            f"{shown} has an invalid host name (labels of 1 to 63 characters, 253 in all)"
+        )
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        raise ValueError(f"{shown} has a host name that is no valid domain name") from None
+
+
+#: Headers that frame or route the request: httpx writes them, a user's copy breaks it.
+_CLIENT_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "host", "connection", "te", "trailer", "upgrade",
+     "keep-alive", "proxy-connection"}
+)  # fmt: skip
 
 # RFC 9110 field names: a token.
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
@@ -197,4 +224,16 @@ def header_line(line: str) -> tuple[str, str]:
             "has a line whose name (before ':') is not a header name (letters, digits and "
             "!#$%&'*+.^_`|~- only); each line is 'Header-Name: value'"
         )
-    return name, header_value(name, os.path.expandvars(raw.strip()))
+    if name.lower() in _CLIENT_HEADERS:
+        raise ValueError(
+            f"sets {name}, which the HTTP client writes itself for each request; remove it"
+        )
+    value = raw.strip()
+    if re.search(r"\$\{[^}]*$", value):
+        raise ValueError(f"the value of {name} has a '${{' with no closing '}}'")
+    for braced, bare in re.findall(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))", value):
+        named = braced or bare
+        if named and named not in os.environ:
+            # A run missing its token would send the variable's name and get a 401.
+            raise ValueError(f"the value of {name} names ${named}, which is not set")
+    return name, header_value(name, os.path.expandvars(value))
