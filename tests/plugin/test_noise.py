@@ -208,3 +208,50 @@ def test_diff_between_two_runs_speaks_both_modes(passing: pytest.Pytester) -> No
     )
     bad = passing.run(sys.executable, *args, "--alpha", "2")
     assert bad.ret == 2 and "--alpha wants a number between 0 and 1" in bad.stderr.str()
+
+
+def accepted_elsewhere(project: pytest.Pytester) -> dict[str, str]:
+    """The cases of the suite with an accept list, other than the six of ``CARDS``: the
+    first element type each one accepts."""
+    suite = yaml.safe_load((project.path / "cases" / "cards.yaml").read_text())
+    return {
+        case["id"]: case["accept"][0]
+        for case in suite["cases"]
+        if case.get("accept") and case["id"] not in CARDS
+    }
+
+
+def test_cases_whose_verdict_held_cannot_hide_cases_that_broke(passing: pytest.Pytester) -> None:
+    # The six baseline passes fail every sample now; each of the 18 other cases with an accept
+    # list, failing in the baseline, now passes one of its two samples and still fails. More
+    # samples pass than before (18 gained, 12 lost), but the arm kept 1 of its 7 passing cases.
+    for case in CARDS:
+        set_replies(cassette(passing, case, "prose", "cold"), content=PROSE)
+    others = accepted_elsewhere(passing)
+    assert len(others) == 18
+    for case, element in others.items():
+        body = [{"type": element, "id": "x", "text": "x", "title": "x"}]
+        set_reply(cassette(passing, case, "prose", "cold"), 0, json.dumps(body))
+    result, data = report(passing, *SIGNIFICANCE)
+    arm = data["gate"]["arms"][ARM]
+    cases = next(a for a in data["arms"] if a["channel"] == "prose" and a["condition"] == "cold")[
+        "cases"
+    ]
+    assert {c: (cases[c]["samples_passed"], cases[c]["status"]) for c in others} == {
+        c: (1, "failed") for c in others
+    }
+    assert (arm["passed_before"], arm["passed_now"]) == (7, 1)
+    # Only the six flipped cases could have changed verdict under any split of their samples
+    # (one pass in four samples never makes 2 of 2): p = (1/6)^6, where pooling the sample
+    # counts of all 24 cases made it 0.92.
+    assert arm["test"]["strata"] == 6
+    assert arm["test"]["p_loss"] == pytest.approx(6.0**-6)
+    assert arm["words"] == {"floor": "regression", "significance": "regression"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            f"  REGRESSION: {ARM}: passed 7 -> 1 of 25, significant at {A} = 0.05 "
+            "(p = <0.0001, exact conditional); pass -> fail: *",
+        ]
+    )
+    assert row(result)["p"] == "<0.0001"
