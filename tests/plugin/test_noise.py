@@ -255,3 +255,35 @@ def test_cases_whose_verdict_held_cannot_hide_cases_that_broke(passing: pytest.P
         ]
     )
     assert row(result)["p"] == "<0.0001"
+
+
+def test_the_other_mode_names_adoption_when_adoption_decides(recorded: pytest.Pytester) -> None:
+    # Two tool/cold cases call the tool on both samples in the baseline (4 of 50 calls, 8 %),
+    # with an element the case does not accept, so every case verdict stays as it was; then
+    # they answer in prose again (0 %). Only adoption moved, and both modes fail on it.
+    paths = [cassette(recorded, case, "tool", "cold") for case in ("date", "time")]
+    shipped = [path.read_text() for path in paths]
+    for path in paths:
+        set_replies(path, tool_body=[{"type": "TextBlock", "text": "Pick one"}])
+    assert report(recorded, "--cardprobe-update-baseline")[0].ret == 0
+    for path, text in zip(paths, shipped, strict=True):
+        path.write_text(text)
+    tool_arm = "cards/smollm2:135m/tool/cold"
+    floor, data = report(recorded)
+    assert floor.ret == pytest.ExitCode.TESTS_FAILED
+    assert data["gate"]["arms"][tool_arm]["passed_delta"] == 0
+    # Each case pooled 2 tool calls among 4 calls, both in the baseline:
+    # C(2,2) C(2,0) / C(4,2) = 1/6, so p = (1/6)^2 = 1/36.
+    floor.stdout.fnmatch_lines(
+        [
+            f"  REGRESSION: {tool_arm}: adoption 8% -> 0% (allowed drop 4% = 1 of 25 cases)",
+            f"  mode significance, {A} = 0.05 would fail: {tool_arm} (adoption 8% -> 0%, "
+            "p = 0.0278)",
+        ]
+    )
+    sig, _ = report(recorded, *SIGNIFICANCE)
+    assert sig.ret == pytest.ExitCode.TESTS_FAILED
+    sig.stdout.fnmatch_lines(
+        [f"  mode floor ±1 would fail: {tool_arm} (adoption 8% -> 0%, allowed drop 4%)"]
+    )
+    assert "+0 case(s)" not in sig.stdout.str() + floor.stdout.str()

@@ -219,11 +219,25 @@ class Gate:
         }
 
 
-def _why(c: ArmComparison) -> str:
-    """An arm the other mode would fail, with the figure that decides it."""
+def _why(c: ArmComparison, settings: GateSettings) -> str:
+    """An arm the other mode would fail, with the figures that decide it there: the cases
+    lost, the adoption drop, or both."""
     if c.test is None:
         return c.arm
-    return f"{c.arm} ({c.passed_delta:+d} case(s), p = {p_text(c.test.p_loss)})"
+    figures = []
+    cases = f"{c.passed_delta:+d} case(s), p = {p_text(c.test.p_loss)}"
+    adoption = f"adoption {c.adoption_before or 0:.0%} -> {c.adoption_now or 0:.0%}"
+    if settings.other_mode == FLOOR:
+        if -c.passed_delta > settings.noise_floor:
+            figures.append(cases)
+        if c.adoption_regressed:
+            figures.append(f"{adoption}, allowed drop {c.adoption_drop_allowed or 0:.0%}")
+    else:
+        if c.passed_delta < 0 and c.test.p_loss < settings.alpha:
+            figures.append(cases)
+        if c.adoption_significant(settings.alpha) and c.adoption_test is not None:
+            figures.append(f"{adoption}, p = {p_text(c.adoption_test.p_loss)}")
+    return f"{c.arm} ({'; '.join(figures)})" if figures else c.arm
 
 
 def decide(
@@ -260,7 +274,7 @@ def decide(
         gate.gains += gains
     other = settings.other_mode
     gate.other_regressions = [
-        _why(c) for c in gate.arms.values() if c.words.get(other) == REGRESSION
+        _why(c, settings) for c in gate.arms.values() if c.words.get(other) == REGRESSION
     ]
     remembered = baseline.canary if baseline else {}
     for canary in gate.canaries:
