@@ -287,3 +287,28 @@ def test_the_other_mode_names_adoption_when_adoption_decides(recorded: pytest.Py
         [f"  mode floor ±1 would fail: {tool_arm} (adoption 8% -> 0%, allowed drop 4%)"]
     )
     assert "+0 case(s)" not in sig.stdout.str() + floor.stdout.str()
+
+
+def test_the_markers_rule_beats_the_cases_and_the_suites(recorded: pytest.Pytester) -> None:
+    # facts and codeblock of prose/schema pass one of their two samples. The suite says 2 of
+    # 2 and facts says 2 of 2 itself; a samples(2, at_least=1) marker put on every collected
+    # test says 1 of 2, and the marker's rule is the one in force (docs/design.md §4).
+    path = recorded.path / "cases" / "cards.yaml"
+    text = path.read_text()
+    assert text.count("samples: 2\n") == 1 and text.count("  - id: facts\n") == 1
+    text = text.replace("samples: 2\n", "samples: 2\nat_least: 2\n")
+    path.write_text(text.replace("  - id: facts\n", "  - id: facts\n    at_least: 2\n"))
+    args = ("-k", "schema and (facts or codeblock) and prose")
+    _, data = report(recorded, *args)
+    assert {t["case"]: t["status"] for t in data["tests"]} == {
+        "facts": "failed", "codeblock": "failed",
+    }  # fmt: skip
+    recorded.makeconftest(
+        "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.samples(2, at_least=1))\n"
+    )
+    _, data = report(recorded, *args)
+    assert {t["case"]: (t["status"], t.get("at_least")) for t in data["tests"]} == {
+        "facts": ("passed", 1), "codeblock": ("passed", 1),
+    }  # fmt: skip
