@@ -85,8 +85,8 @@ def test_a_three_case_coin_flip_fails_the_floor_and_passes_significance(
         [
             "gate: fail — 1 regression(s), 0 warning(s) within ±1, * (mode floor ±1)",
             f"  REGRESSION: {ARM}: passed 7 -> 4 of 25 (floor ±1); pass -> fail: date *",
-            f"  suggestion: {ARM}: this arm has 3 unstable cases; --cardprobe-noise-floor 3 would "
-            "absorb them",
+            f"  suggestion: {ARM}: 3 of the 3 lost case(s) are unstable (samples disagreed) and "
+            "the loss is not significant (p = 0.125); --cardprobe-noise-floor 3 would absorb them",
             f"  mode significance, {A} = 0.05 would pass",
         ]
     )
@@ -131,6 +131,8 @@ def test_a_six_case_coin_flip_fails_both_modes(passing: pytest.Pytester) -> None
         assert result.ret == pytest.ExitCode.TESTS_FAILED, mode
         assert data["gate"]["decision"] == "fail"
         assert row(result)["p"] == "0.0156"  # (1/2)^6 = 0.015625
+        # Six of seven passing cases lost is significant: no floor is suggested to absorb it.
+        assert data["gate"]["suggestions"] == [], mode
     result.stdout.fnmatch_lines(
         [
             f"  REGRESSION: {ARM}: passed 7 -> 1 of 25, significant at {A} = 0.05 "
@@ -255,6 +257,12 @@ def test_cases_whose_verdict_held_cannot_hide_cases_that_broke(passing: pytest.P
         ]
     )
     assert row(result)["p"] == "<0.0001"
+    # The floor fails it too, and suggests no floor: none of the six lost cases is unstable
+    # (18 unstable cases elsewhere in the arm lost nothing).
+    floor, data = report(passing)
+    assert floor.ret == pytest.ExitCode.TESTS_FAILED
+    assert len(data["gate"]["arms"][ARM]["unstable"]) == 18
+    assert data["gate"]["suggestions"] == [] and "suggestion:" not in floor.stdout.str()
 
 
 def test_the_other_mode_names_adoption_when_adoption_decides(recorded: pytest.Pytester) -> None:

@@ -164,7 +164,8 @@ def test_both_modes_read_the_same_figures() -> None:
         assert [u.case for u in c.unstable] == ["a", "b", "c"]
     assert floor.other_decision == "pass" and sig.other_decision == "fail"
     assert floor.suggestions == [
-        "s/m/prose/cold: this arm has 3 unstable cases; --cardprobe-noise-floor 3 would absorb them"
+        "s/m/prose/cold: 3 of the 3 lost case(s) are unstable (samples disagreed) and the loss "
+        "is not significant (p = 0.125); --cardprobe-noise-floor 3 would absorb them"
     ]
     assert sig.suggestions == []  # the floor is not what decides there
     assert floor.to_dict()["arms"]["s/m/prose/cold"]["unstable"][0] == {
@@ -251,3 +252,20 @@ def test_a_small_p_without_a_net_loss_is_not_a_regression() -> None:
     # Significance needs a net loss as well as a small p: nothing was lost, so nothing failed.
     assert c.words == {"floor": "same", "significance": "same"}
     assert gate.decision == "pass" and gate.regressions == []
+
+
+def test_no_floor_is_suggested_where_nothing_unstable_was_lost() -> None:
+    # Three cases a coin flip on both sides (1/2 -> 1/2), nothing lost: the gate passes and
+    # has nothing for a floor to absorb.
+    same = [result(c, [True, False]) for c in "abc"] + [result("d", [True, True])]
+    base = parse_baseline(baseline_document(aggregate(same), same)[0], "b")
+    gate = decide(aggregate(same), same, base, GateSettings())
+    assert len(gate.arms["s/m/prose/cold"].unstable) == 3
+    assert gate.decision == "pass" and gate.suggestions == []
+    # Two stable cases and one unstable one lost, floor 1: only one of the losses is noise,
+    # which the floor already absorbs.
+    before = [result(c, [True, True]) for c in "abc"] + [result("d", [True, True])]
+    after = [result("a", [False, False]), result("b", [False, False]), result("c", [True, False])]
+    base = parse_baseline(baseline_document(aggregate(before), before)[0], "b")
+    gate = decide(aggregate(after), after, base, GateSettings())
+    assert gate.decision == "fail" and gate.suggestions == []

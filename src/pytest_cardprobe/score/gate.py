@@ -156,16 +156,26 @@ class Gate:
 
     @property
     def suggestions(self) -> list[str]:
-        """Floor mode: each compared arm with more unstable cases than the floor absorbs."""
+        """Floor mode: each arm the floor failed for lost cases where more of those cases were
+        unstable (their samples disagreed, now or in the baseline) than the floor absorbs,
+        and the paired test does not find the loss significant. Cases that broke on every
+        sample, or a significant collapse, get no floor suggested: that is not noise."""
         if self.mode != FLOOR or self.decision == "updated":
             return []
-        k = self.noise_floor
-        return [
-            f"{arm}: this arm has {len(c.unstable)} unstable cases; --cardprobe-noise-floor "
-            f"{len(c.unstable)} would absorb them"
-            for arm, c in sorted(self.arms.items())
-            if c.word != NEW and len(c.unstable) > k
-        ]
+        k, out = self.noise_floor, []
+        for arm, c in sorted(self.arms.items()):
+            unstable = {u.case for u in c.unstable}
+            shaky = [f.case for f in c.lost if f.case in unstable]
+            if c.word == NEW or -c.passed_delta <= k or len(shaky) <= k:
+                continue
+            if c.words.get(SIGNIFICANCE) == REGRESSION or c.test is None:
+                continue
+            out.append(
+                f"{arm}: {len(shaky)} of the {len(c.lost)} lost case(s) are unstable (samples "
+                f"disagreed) and the loss is not significant (p = {p_text(c.test.p_loss)}); "
+                f"--cardprobe-noise-floor {len(shaky)} would absorb them"
+            )
+        return out
 
     @property
     def coverage(self) -> str | None:
