@@ -363,3 +363,12 @@ def test_large_verdict_tables_use_the_normal_form_and_agree() -> None:
     exact, approx = verdict_test(tables), verdict_test(tables, limit=0)
     assert exact.method == EXACT_STRATIFIED and approx.method == CMH
     assert approx.p_loss == pytest.approx(exact.p_loss, abs=0.005)
+
+
+def test_wilson_takes_counts_of_any_size() -> None:
+    # A count past 1e308 cannot become a float; the interval is still computed (and is a
+    # point: the half-width shrinks with 1/sqrt(n)).
+    huge = 10**400
+    assert wilson(huge // 2, huge) == pytest.approx((0.5, 0.5))
+    assert wilson(0, huge) == (0.0, pytest.approx(0.0)) and wilson(huge, huge)[1] == 1.0  # type: ignore[index]
+    assert interval_text(huge, huge).endswith("[100\N{EN DASH}100 %]")

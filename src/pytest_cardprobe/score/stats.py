@@ -51,10 +51,12 @@ def wilson(passed: int, n: int, z: float = Z95) -> tuple[float, float] | None:
     """
     if n <= 0:
         return None
-    p = passed / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # Integer division first (1 / n, passed / n): exact for any size of count, where a
+    # float over a count past 1e308 would overflow.
+    p, inverse = passed / n, 1 / n
+    denominator = 1 + z * z * inverse
+    centre = (p + z * z * inverse / 2) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) * inverse + z * z * inverse * inverse / 4)
     # The bounds are exact at the ends (0/n starts at 0, n/n ends at 1); rounding may not be.
     low = 0.0 if passed == 0 else max(0.0, centre - half)
     high = 1.0 if passed == n else min(1.0, centre + half)
