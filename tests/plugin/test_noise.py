@@ -320,3 +320,37 @@ def test_the_markers_rule_beats_the_cases_and_the_suites(recorded: pytest.Pytest
     assert {t["case"]: (t["status"], t.get("at_least")) for t in data["tests"]} == {
         "facts": ("passed", 1), "codeblock": ("passed", 1),
     }  # fmt: skip
+
+
+HOSTILE_TYPE = "Input.Time</td><img src=x> <!-- [link](https://example.invalid) *bold* |"
+
+
+def test_model_text_in_the_markdown_report_is_inert(passing: pytest.Pytester) -> None:
+    # The date case, which passed, now answers with an element of a made-up type that
+    # carries markup; its label reaches the Markdown report (a pull-request comment) in
+    # the flip and warning lines.
+    set_replies(
+        cassette(passing, "date", "prose", "cold"),
+        content=json.dumps([{"type": HOSTILE_TYPE, "id": "day"}]),
+    )
+    out = passing.path / "report.md"
+    _, data = report(passing, f"--cardprobe-md={out}")
+    label = next(t for t in data["tests"] if t["case"] == "date" and t["condition"] == "cold")
+    assert "<img src=x>" in json.dumps(label), "the label should carry the model's type"
+    text = out.read_text()
+    body = text.split("\n", 1)[1]  # after the marker, the one comment that belongs there
+    for raw in ("<img", "</td>", "<!--", "[link](", "*bold*", "| "):
+        assert raw not in "\n".join(x for x in body.splitlines() if "Input.Time" in x), raw
+    assert (
+        "Input.Time&lt;/td&gt;&lt;img src=x&gt; &lt;!-- \\[link\\](https://example.invalid)" in body
+    )
+    try:
+        from markdown_it import MarkdownIt
+    except ImportError:  # the raw checks above stand alone
+        return
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "<img" not in html and "<a " not in html and "<em>bold</em>" not in html
+    assert (
+        "Input.Time&lt;/td&gt;&lt;img src=x&gt; &lt;!-- [link](https://example.invalid) *bold*"
+        in html
+    )

@@ -31,8 +31,26 @@ from pytest_cardprobe.types import escape_control
 MARKER = "<!-- cardprobe-report -->"
 
 
-def _md_cell(text: str) -> str:
-    return escape_control(text).replace("|", "\\|")
+#: What GitHub would read as markup in a line of text: HTML (tags, comments, entities) as
+#: entities, the inline Markdown punctuation (and a table's ``|``) behind a backslash.
+_MARKUP = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        **{c: f"\\{c}" for c in "\\`*_[]~|"},
+    }
+)
+
+
+def md_text(text: str) -> str:
+    """Text that reads as itself in GitHub Markdown, in a table cell or a list item: control
+    characters shown as escapes (a line break would end the cell), markup made inert. Every
+    line that can hold model or suite text goes through it."""
+    return escape_control(text).translate(_MARKUP)
+
+
+_md_cell = md_text
 
 
 def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:

@@ -15,6 +15,7 @@ from pytest_cardprobe.score.baseline import Baseline, BaselineError, parse_basel
 from pytest_cardprobe.score.charts import ADOPTION_LINE, PASS_LINE, Series, esc, line_chart
 from pytest_cardprobe.score.columns import pct
 from pytest_cardprobe.score.html import page
+from pytest_cardprobe.score.markdown import md_text
 from pytest_cardprobe.score.report import table
 from pytest_cardprobe.score.stats import interval_text
 from pytest_cardprobe.types import escape_control
@@ -152,12 +153,12 @@ def trend_lines(trend: Trend) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return escape_control(text).replace("|", "\\|")
+    return md_text(text)
 
 
 def trend_markdown(trend: Trend) -> str:
     """The same tables as Markdown."""
-    out = ["## cardprobe trend", "", f"`{_md(trend.path)}`, {len(trend.commits)} version(s)"]
+    out = ["## cardprobe trend", "", f"{_md(trend.path)}: {len(trend.commits)} version(s)"]
     for arm_id in trend.arms:
         out += ["", f"### {_md(arm_id)}", "", "| " + " | ".join(HEADERS) + " |"]
         out.append("|" + "---|" * len(HEADERS))
