@@ -193,10 +193,7 @@ def test_a_control_character_in_a_subject_is_shown_as_an_escape(repo: Path, tmp_
     done = trend(repo, "--html", str(page), "--md", str(md))
     assert done.returncode == 0, done.stderr
     for text in (done.stdout, page.read_text(), md.read_text()):
-        assert "\x1b" not in text
-    assert "second \\x1b[31mred" in done.stdout and "second \\x1b[31mred" in page.read_text()
-    # Markdown: the backslash of the escape and the bracket are escaped in their turn.
-    assert "second \\\\x1b\\[31mred" in md.read_text()
+        assert "\x1b" not in text and "second \\x1b[31mred" in text
 
 
 def test_huge_counts_in_a_version_never_raise() -> None:
