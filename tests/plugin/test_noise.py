@@ -85,8 +85,8 @@ def test_a_three_case_coin_flip_fails_the_floor_and_passes_significance(
         [
             "gate: fail — 1 regression(s), 0 warning(s) within ±1, * (mode floor ±1)",
             f"  REGRESSION: {ARM}: passed 7 -> 4 of 25 (floor ±1); pass -> fail: date *",
-            f"  suggestion: {ARM}: this arm has 3 unstable cases; --cardprobe-noise-floor 3 would "
-            "absorb them",
+            f"  suggestion: {ARM}: 3 of the 3 lost case(s) are unstable (samples disagreed) and "
+            "the loss is not significant (p = 0.125); --cardprobe-noise-floor 3 would absorb them",
             f"  mode significance, {A} = 0.05 would pass",
         ]
     )
@@ -131,6 +131,8 @@ def test_a_six_case_coin_flip_fails_both_modes(passing: pytest.Pytester) -> None
         assert result.ret == pytest.ExitCode.TESTS_FAILED, mode
         assert data["gate"]["decision"] == "fail"
         assert row(result)["p"] == "0.0156"  # (1/2)^6 = 0.015625
+        # Six of seven passing cases lost is significant: no floor is suggested to absorb it.
+        assert data["gate"]["suggestions"] == [], mode
     result.stdout.fnmatch_lines(
         [
             f"  REGRESSION: {ARM}: passed 7 -> 1 of 25, significant at {A} = 0.05 "
@@ -208,3 +210,148 @@ def test_diff_between_two_runs_speaks_both_modes(passing: pytest.Pytester) -> No
     )
     bad = passing.run(sys.executable, *args, "--alpha", "2")
     assert bad.ret == 2 and "--alpha wants a number between 0 and 1" in bad.stderr.str()
+
+
+def accepted_elsewhere(project: pytest.Pytester) -> dict[str, str]:
+    """The cases of the suite with an accept list, other than the six of ``CARDS``: the
+    first element type each one accepts."""
+    suite = yaml.safe_load((project.path / "cases" / "cards.yaml").read_text())
+    return {
+        case["id"]: case["accept"][0]
+        for case in suite["cases"]
+        if case.get("accept") and case["id"] not in CARDS
+    }
+
+
+def test_cases_whose_verdict_held_cannot_hide_cases_that_broke(passing: pytest.Pytester) -> None:
+    # The six baseline passes fail every sample now; each of the 18 other cases with an accept
+    # list, failing in the baseline, now passes one of its two samples and still fails. More
+    # samples pass than before (18 gained, 12 lost), but the arm kept 1 of its 7 passing cases.
+    for case in CARDS:
+        set_replies(cassette(passing, case, "prose", "cold"), content=PROSE)
+    others = accepted_elsewhere(passing)
+    assert len(others) == 18
+    for case, element in others.items():
+        body = [{"type": element, "id": "x", "text": "x", "title": "x"}]
+        set_reply(cassette(passing, case, "prose", "cold"), 0, json.dumps(body))
+    result, data = report(passing, *SIGNIFICANCE)
+    arm = data["gate"]["arms"][ARM]
+    cases = next(a for a in data["arms"] if a["channel"] == "prose" and a["condition"] == "cold")[
+        "cases"
+    ]
+    assert {c: (cases[c]["samples_passed"], cases[c]["status"]) for c in others} == {
+        c: (1, "failed") for c in others
+    }
+    assert (arm["passed_before"], arm["passed_now"]) == (7, 1)
+    # Only the six flipped cases could have changed verdict under any split of their samples
+    # (one pass in four samples never makes 2 of 2): p = (1/6)^6, where pooling the sample
+    # counts of all 24 cases made it 0.92.
+    assert arm["test"]["strata"] == 6
+    assert arm["test"]["p_loss"] == pytest.approx(6.0**-6)
+    assert arm["words"] == {"floor": "regression", "significance": "regression"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            f"  REGRESSION: {ARM}: passed 7 -> 1 of 25, significant at {A} = 0.05 "
+            "(p = <0.0001, exact conditional); pass -> fail: *",
+        ]
+    )
+    assert row(result)["p"] == "<0.0001"
+    # The floor fails it too, and suggests no floor: none of the six lost cases is unstable
+    # (18 unstable cases elsewhere in the arm lost nothing).
+    floor, data = report(passing)
+    assert floor.ret == pytest.ExitCode.TESTS_FAILED
+    assert len(data["gate"]["arms"][ARM]["unstable"]) == 18
+    assert data["gate"]["suggestions"] == [] and "suggestion:" not in floor.stdout.str()
+
+
+def test_the_other_mode_names_adoption_when_adoption_decides(recorded: pytest.Pytester) -> None:
+    # Two tool/cold cases call the tool on both samples in the baseline (4 of 50 calls, 8 %),
+    # with an element the case does not accept, so every case verdict stays as it was; then
+    # they answer in prose again (0 %). Only adoption moved, and both modes fail on it.
+    paths = [cassette(recorded, case, "tool", "cold") for case in ("date", "time")]
+    shipped = [path.read_text() for path in paths]
+    for path in paths:
+        set_replies(path, tool_body=[{"type": "TextBlock", "text": "Pick one"}])
+    assert report(recorded, "--cardprobe-update-baseline")[0].ret == 0
+    for path, text in zip(paths, shipped, strict=True):
+        path.write_text(text)
+    tool_arm = "cards/smollm2:135m/tool/cold"
+    floor, data = report(recorded)
+    assert floor.ret == pytest.ExitCode.TESTS_FAILED
+    assert data["gate"]["arms"][tool_arm]["passed_delta"] == 0
+    # Each case pooled 2 tool calls among 4 calls, both in the baseline:
+    # C(2,2) C(2,0) / C(4,2) = 1/6, so p = (1/6)^2 = 1/36.
+    floor.stdout.fnmatch_lines(
+        [
+            f"  REGRESSION: {tool_arm}: adoption 8% -> 0% (allowed drop 4% = 1 of 25 cases)",
+            f"  mode significance, {A} = 0.05 would fail: {tool_arm} (adoption 8% -> 0%, "
+            "p = 0.0278)",
+        ]
+    )
+    sig, _ = report(recorded, *SIGNIFICANCE)
+    assert sig.ret == pytest.ExitCode.TESTS_FAILED
+    sig.stdout.fnmatch_lines(
+        [f"  mode floor ±1 would fail: {tool_arm} (adoption 8% -> 0%, allowed drop 4%)"]
+    )
+    assert "+0 case(s)" not in sig.stdout.str() + floor.stdout.str()
+
+
+def test_the_markers_rule_beats_the_cases_and_the_suites(recorded: pytest.Pytester) -> None:
+    # facts and codeblock of prose/schema pass one of their two samples. The suite says 2 of
+    # 2 and facts says 2 of 2 itself; a samples(2, at_least=1) marker put on every collected
+    # test says 1 of 2, and the marker's rule is the one in force (docs/design.md §4).
+    path = recorded.path / "cases" / "cards.yaml"
+    text = path.read_text()
+    assert text.count("samples: 2\n") == 1 and text.count("  - id: facts\n") == 1
+    text = text.replace("samples: 2\n", "samples: 2\nat_least: 2\n")
+    path.write_text(text.replace("  - id: facts\n", "  - id: facts\n    at_least: 2\n"))
+    args = ("-k", "schema and (facts or codeblock) and prose")
+    _, data = report(recorded, *args)
+    assert {t["case"]: t["status"] for t in data["tests"]} == {
+        "facts": "failed", "codeblock": "failed",
+    }  # fmt: skip
+    recorded.makeconftest(
+        "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        item.add_marker(pytest.mark.samples(2, at_least=1))\n"
+    )
+    _, data = report(recorded, *args)
+    assert {t["case"]: (t["status"], t.get("at_least")) for t in data["tests"]} == {
+        "facts": ("passed", 1), "codeblock": ("passed", 1),
+    }  # fmt: skip
+
+
+HOSTILE_TYPE = "Input.Time</td><img src=x> <!-- [link](https://example.invalid) *bold* |"
+
+
+def test_model_text_in_the_markdown_report_is_inert(passing: pytest.Pytester) -> None:
+    # The date case, which passed, now answers with an element of a made-up type that
+    # carries markup; its label reaches the Markdown report (a pull-request comment) in
+    # the flip and warning lines.
+    set_replies(
+        cassette(passing, "date", "prose", "cold"),
+        content=json.dumps([{"type": HOSTILE_TYPE, "id": "day"}]),
+    )
+    out = passing.path / "report.md"
+    _, data = report(passing, f"--cardprobe-md={out}")
+    label = next(t for t in data["tests"] if t["case"] == "date" and t["condition"] == "cold")
+    assert "<img src=x>" in json.dumps(label), "the label should carry the model's type"
+    text = out.read_text()
+    body = text.split("\n", 1)[1]  # after the marker, the one comment that belongs there
+    for raw in ("<img", "</td>", "<!--", "[link](", "*bold*", "| "):
+        assert raw not in "\n".join(x for x in body.splitlines() if "Input.Time" in x), raw
+    # Only what would be markup changes: < and & become entities, a ] before ( and the
+    # emphasis and table marks get a backslash.
+    assert "Input.Time&lt;/td>&lt;img src=x> &lt;!-- [link\\](https://example.invalid) " in body
+    assert "\\*bold\\* \\|)" in body
+    try:
+        from markdown_it import MarkdownIt
+    except ImportError:  # the raw checks above stand alone
+        return
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "<img" not in html and "<a " not in html and "<em>bold</em>" not in html
+    assert (
+        "Input.Time&lt;/td&gt;&lt;img src=x&gt; &lt;!-- [link](https://example.invalid) *bold*"
+        in html
+    )

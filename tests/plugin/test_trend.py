@@ -174,7 +174,39 @@ def test_wrong_arguments_are_clear_errors(repo: Path) -> None:
         done = trend(repo, *args)
         assert done.returncode == 2, (args, done.stdout)
         assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
-    # A file git never saw: no version to read, not an error.
-    done = trend(repo, "--baseline", "other.json")
-    assert done.returncode == 0
-    assert done.stdout.startswith("no version of other.json in this history could be read")
+    # A file git never saw, or no commit after --since: nothing to read, not an error, and
+    # nothing was unreadable either.
+    for args, said in (
+        (["--baseline", "other.json"], "no commit in this history changes other.json\n"),
+        (["--since", "HEAD"], "no commit after HEAD changes cardprobe-baseline.json\n"),
+    ):
+        done = trend(repo, *args)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == said
+
+
+def test_a_control_character_in_a_subject_is_shown_as_an_escape(repo: Path, tmp_path: Path) -> None:
+    data = json.loads((repo / "cardprobe-baseline.json").read_text())
+    data["arms"]["cards/smollm2:135m/prose/cold"]["verdicts"]["date"]["label"] = "edited"
+    commit(repo, data, "second \x1b[31mred")
+    page, md = tmp_path / "trend.html", tmp_path / "trend.md"
+    done = trend(repo, "--html", str(page), "--md", str(md))
+    assert done.returncode == 0, done.stderr
+    for text in (done.stdout, page.read_text(), md.read_text()):
+        assert "\x1b" not in text and "second \\x1b[31mred" in text
+
+
+def test_huge_counts_in_a_version_never_raise() -> None:
+    # Whatever counts the baseline reader lets through, the trend's shares and intervals are
+    # computed (or the version is skipped with a note); nothing raises.
+    from pytest_cardprobe.score.trend import Commit, Trend, trend_html, trend_lines, trend_markdown
+
+    shipped = json.loads((ROOT / "cardprobe-baseline.json").read_text())
+    huge = 10**400
+    for verdict in shipped["arms"]["cards/smollm2:135m/tool/cold"]["verdicts"].values():
+        verdict.update(samples=huge, samples_passed=huge, calls=huge, tool_calls=huge // 2)
+    found = Trend("cardprobe-baseline.json")
+    found.add(Commit("a" * 40, "aaaaaaa", "2025-03-01", "huge"), shipped)
+    text = "\n".join(trend_lines(found))
+    assert trend_html(found).startswith("<!doctype html>") and trend_markdown(found)
+    assert "cards/smollm2:135m/tool/cold" in text or "skipped aaaaaaa" in text

@@ -164,7 +164,8 @@ def test_both_modes_read_the_same_figures() -> None:
         assert [u.case for u in c.unstable] == ["a", "b", "c"]
     assert floor.other_decision == "pass" and sig.other_decision == "fail"
     assert floor.suggestions == [
-        "s/m/prose/cold: this arm has 3 unstable cases; --cardprobe-noise-floor 3 would absorb them"
+        "s/m/prose/cold: 3 of the 3 lost case(s) are unstable (samples disagreed) and the loss "
+        "is not significant (p = 0.125); --cardprobe-noise-floor 3 would absorb them"
     ]
     assert sig.suggestions == []  # the floor is not what decides there
     assert floor.to_dict()["arms"]["s/m/prose/cold"]["unstable"][0] == {
@@ -232,3 +233,39 @@ def test_call_suites_read_the_rule_for_the_suite_and_each_case(tmp_path: Path) -
     with pytest.raises(SuiteError) as info:
         load_suite(path)
     assert str(info.value).startswith(f"{path}:21: cases[1].at_least: case 'strict': at_least 4")
+
+
+def test_a_small_p_without_a_net_loss_is_not_a_regression() -> None:
+    # The baseline asked two samples (both must pass) and 20 cases passed one: they failed.
+    # This run asks one sample and it fails. Pooled, each case has 1 pass in 3 samples; the
+    # baseline's two hold it with chance C(1,1) C(2,1) / C(3,2) = 2/3, else the run's one
+    # sample passes and the case is won. None was won: every verdict held, yet "no case
+    # won" is unlikely under the easier rule, P(D >= 0) = (2/3)^20.
+    before = [result(f"c{i}", [True, False]) for i in range(20)]
+    after = [result(f"c{i}", [False]) for i in range(20)]
+    base = parse_baseline(baseline_document(aggregate(before), before)[0], "b")
+    gate = decide(aggregate(after), after, base, GateSettings(mode="significance"))
+    c = gate.arms["s/m/prose/cold"]
+    assert c.passed_delta == 0 and not c.lost
+    assert c.test is not None and c.test.p_loss == pytest.approx((2 / 3) ** 20)
+    assert c.test.p_loss < 0.05
+    # Significance needs a net loss as well as a small p: nothing was lost, so nothing failed.
+    assert c.words == {"floor": "same", "significance": "same"}
+    assert gate.decision == "pass" and gate.regressions == []
+
+
+def test_no_floor_is_suggested_where_nothing_unstable_was_lost() -> None:
+    # Three cases a coin flip on both sides (1/2 -> 1/2), nothing lost: the gate passes and
+    # has nothing for a floor to absorb.
+    same = [result(c, [True, False]) for c in "abc"] + [result("d", [True, True])]
+    base = parse_baseline(baseline_document(aggregate(same), same)[0], "b")
+    gate = decide(aggregate(same), same, base, GateSettings())
+    assert len(gate.arms["s/m/prose/cold"].unstable) == 3
+    assert gate.decision == "pass" and gate.suggestions == []
+    # Two stable cases and one unstable one lost, floor 1: only one of the losses is noise,
+    # which the floor already absorbs.
+    before = [result(c, [True, True]) for c in "abc"] + [result("d", [True, True])]
+    after = [result("a", [False, False]), result("b", [False, False]), result("c", [True, False])]
+    base = parse_baseline(baseline_document(aggregate(before), before)[0], "b")
+    gate = decide(aggregate(after), after, base, GateSettings())
+    assert gate.decision == "fail" and gate.suggestions == []

@@ -10,6 +10,9 @@ from published tables, by brute-force enumeration, or with the standard library.
   are hypergeometric, P(a) = C(t, a) C(N - t, m - a) / C(N, m); the p-value is P(S >= s)
   for S the sum over cases. Checked by listing every way the samples could have been split
   between the baseline and now.
+- The test of case verdicts: the same splits, each scored by how the case's verdict under its
+  k-of-n rule moved (+1 pass -> fail, -1 fail -> pass, 0 kept); the p-value is P(D >= d)
+  for D the sum over cases. Checked by hand and by listing every split.
 - CMH with continuity correction: Z = (sum a - sum E - 1/2) / sqrt(sum V); with one sample
   per side it is McNemar's continuity-corrected z, (b - c - 1) / sqrt(b + c).
 """
@@ -36,6 +39,7 @@ from pytest_cardprobe.score.stats import (
     mcnemar_exact,
     p_text,
     stratified,
+    verdict_test,
     wilson,
 )
 
@@ -237,3 +241,134 @@ def test_p_values_print_short() -> None:
     assert [p_text(p) for p in (1.0, 0.125, 0.03125, 0.75, 1 / 216, 1e-7, None)] == [
         "1", "0.125", "0.0312", "0.75", "0.0046", "<0.0001", "-",
     ]  # fmt: skip
+
+
+def k_of(tables: list[Stratum], k: int | None) -> list[Stratum]:
+    return [Stratum(t.before_passed, t.before, t.now_passed, t.now, k, k) for t in tables]
+
+
+@pytest.mark.parametrize(
+    ("tables", "p"),
+    [
+        # 2/2 -> 1/2 under all-of-2: the split is the baseline's 2 of the 3 passes (lost, 1/2)
+        # or 1 of them (then now holds 2 of 2: won, 1/2); three such cases: (1/2)^3.
+        ([Stratum(2, 2, 1, 2)] * 3, 0.125),
+        # 2/2 -> 0/2: lost with C(2,2) C(2,0) / C(4,2) = 1/6, won 1/6, kept 4/6; (1/6)^3.
+        ([Stratum(2, 2, 0, 2)] * 3, 1 / 216),
+        # Six lost cases beside 18 failing cases that gained a sample (0/2 -> 1/2): one pass
+        # among four samples never makes 2 of 2, so those 18 drop out: (1/6)^6.
+        ([Stratum(2, 2, 0, 2)] * 6 + [Stratum(0, 2, 1, 2)] * 18, 6.0**-6),
+        # A kept 1/2 -> 1/2 case could have flipped either way (1/6 each): it widens the
+        # distribution but offsets nothing. One lost 2/2 -> 0/2 beside it: P(D >= 1) =
+        # 1/6 (4/6 + 1/6) + 4/6 * 1/6 = 9/36.
+        ([Stratum(2, 2, 0, 2), Stratum(1, 2, 1, 2)], 9 / 36),
+        # An old baseline's 1 of 1 now 0 of 2: lost with C(1,1) C(2,0) / C(3,1) = 1/3.
+        ([Stratum(1, 1, 0, 2)], 1 / 3),
+    ],
+)
+def test_verdict_test_by_hand(tables: list[Stratum], p: float) -> None:
+    test = verdict_test(tables)
+    assert test.method == EXACT_STRATIFIED
+    assert test.p_loss == pytest.approx(p, rel=1e-12)
+
+
+def test_verdict_test_reads_the_case_rule() -> None:
+    # 2/2 -> 1/2 under 1 of 2 keeps its verdict on every split: nothing to test.
+    assert verdict_test(k_of([Stratum(2, 2, 1, 2)] * 3, 1)).strata == 0
+    # 3/3 -> 1/3 under 2 of 3: pooled 4 passes of 6; lost when the baseline holds 3 of them
+    # (now 1: fails): C(4,3) C(2,0) / C(6,3) = 4/20; won when it holds 1: 4/20.
+    assert verdict_test(k_of([Stratum(3, 3, 1, 3)], 2)).p_loss == pytest.approx(0.2)
+
+
+def test_verdict_test_with_one_sample_a_side_is_exactly_mcnemar() -> None:
+    for b, c in ((3, 0), (5, 0), (6, 1), (10, 2)):
+        test = verdict_test(flips(b, c, same=7))
+        assert test.method == EXACT_MCNEMAR and test.strata == b + c
+        assert test.p_loss == mcnemar_exact(b, c) and test.p_gain == mcnemar_exact(c, b)
+    assert verdict_test(flips(3, 0)).p_loss == 0.125
+    assert verdict_test(flips(5, 0)).p_loss == 0.03125
+
+
+def enumerate_verdicts(tables: list[Stratum]) -> tuple[float, float]:
+    """(P(D >= d), P(D <= d)) by listing every split of every case's pooled samples and
+    reading the case's verdict on each side from it (at least k of the side's samples)."""
+    per_case = []
+    for t in tables:
+        pooled = [True] * (t.before_passed + t.now_passed)
+        pooled += [False] * (t.before + t.now - len(pooled))
+        k_b = t.before if t.need_before is None else min(t.need_before, t.before)
+        k_n = t.now if t.need_now is None else min(t.need_now, t.now)
+        moves: Counter[int] = Counter()
+        for pick in itertools.combinations(range(len(pooled)), t.before):
+            a = sum(pooled[i] for i in pick)
+            moves[int(a >= k_b) - int(len([x for x in pooled if x]) - a >= k_n)] += 1
+        total = sum(moves.values())
+        per_case.append({d: n / total for d, n in moves.items()})
+    observed = sum(
+        int(
+            t.before_passed >= (t.before if t.need_before is None else min(t.need_before, t.before))
+        )
+        - int(t.now_passed >= (t.now if t.need_now is None else min(t.need_now, t.now)))
+        for t in tables
+    )
+    upper = lower = 0.0
+    for combo in itertools.product(*(d.items() for d in per_case)):
+        d = sum(x for x, _ in combo)
+        chance = math.prod(q for _, q in combo)
+        upper += chance if d >= observed else 0.0
+        lower += chance if d <= observed else 0.0
+    return upper, lower
+
+
+def ruled_table() -> st.SearchStrategy[Stratum]:
+    return st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4)).flatmap(
+        lambda mnk: st.builds(
+            Stratum,
+            st.integers(0, mnk[0]),
+            st.just(mnk[0]),
+            st.integers(0, mnk[1]),
+            st.just(mnk[1]),
+            st.sampled_from([None, mnk[2]]),
+            st.sampled_from([None, mnk[2]]),
+        )
+    )
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(st.lists(ruled_table(), min_size=1, max_size=4))
+def test_the_verdict_test_equals_listing_every_split(tables: list[Stratum]) -> None:
+    test = verdict_test(tables)
+    upper, lower = enumerate_verdicts(tables)
+    assert test.p_loss == pytest.approx(min(1.0, upper), abs=1e-12)
+    assert test.p_gain == pytest.approx(min(1.0, lower), abs=1e-12)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.integers(1, 6), st.data())
+def test_a_kept_verdict_cannot_offset_a_lost_one(n: int, data: st.DataObject) -> None:
+    # A case that kept its verdict, with the same samples and rule on both sides, is as
+    # likely to have been lost as won under the null: it adds spread to D, never a gain.
+    k = data.draw(st.sampled_from([None, *range(1, n + 1)]))
+    before, now = data.draw(st.integers(0, n)), data.draw(st.integers(0, n))
+    case = Stratum(before, n, now, n, k, k)
+    lost, won = case.flip_chances()
+    assert lost == won
+    if case.flip == 0 and lost == 0:  # no split changes its verdict: the p-value ignores it
+        tables = [Stratum(2, 2, 0, 2)] * 3
+        assert verdict_test([*tables, case]) == verdict_test(tables)
+
+
+def test_large_verdict_tables_use_the_normal_form_and_agree() -> None:
+    tables = [Stratum(2, 2, 0, 2)] * 6 + [Stratum(1, 2, 1, 2)] * 18
+    exact, approx = verdict_test(tables), verdict_test(tables, limit=0)
+    assert exact.method == EXACT_STRATIFIED and approx.method == CMH
+    assert approx.p_loss == pytest.approx(exact.p_loss, abs=0.005)
+
+
+def test_wilson_takes_counts_of_any_size() -> None:
+    # A count past 1e308 cannot become a float; the interval is still computed (and is a
+    # point: the half-width shrinks with 1/sqrt(n)).
+    huge = 10**400
+    assert wilson(huge // 2, huge) == pytest.approx((0.5, 0.5))
+    assert wilson(0, huge) == (0.0, pytest.approx(0.0)) and wilson(huge, huge)[1] == 1.0  # type: ignore[index]
+    assert interval_text(huge, huge).endswith("[100\N{EN DASH}100 %]")

@@ -137,7 +137,7 @@ def main(argv: Sequence[str]) -> int:
                     f"{escape_control(str(args.baseline))} is outside the repository at "
                     f"{escape_control(str(top))}"
                 ) from None
-        trend = Trend(path)
+        trend = Trend(path, since=args.since)
         for rev, short, date, subject in history(top, path, args.since):
             document, problem = version(top, rev, path, DEFAULT_MAX_FILE_MB * MB)
             trend.add(Commit(rev, short, date, subject), document, problem)

@@ -5,9 +5,10 @@ Two modes decide whether an arm regressed (docs/design.md §4, "Noise"):
 
 - ``floor`` (the default): the arm lost more than ``noise_floor`` cases, or a tool arm's
   adoption fell by more than ``noise_floor`` cases' worth (K / cases compared);
-- ``significance``: the arm lost cases and the paired test (``stats.stratified`` over the
-  per-case sample counts) says the loss is significant at ``alpha``; adoption the same way
-  over the tool-channel samples.
+- ``significance``: the arm lost cases and the paired test of its case verdicts
+  (``stats.verdict_test``, conditioned on the per-case sample counts) says the loss is
+  significant at ``alpha``; adoption the same way over the tool-channel samples
+  (``stats.stratified``).
 
 Both words are computed for every arm, so every report shows the same figures whichever
 mode is in force, and can say what the other mode would have decided.
@@ -20,7 +21,15 @@ from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline, CaseVerdict
-from pytest_cardprobe.score.stats import ALPHA, PairedTest, Stratum, p_text, stratified
+from pytest_cardprobe.score.stats import (
+    ALPHA,
+    PairedTest,
+    Stratum,
+    needed,
+    p_text,
+    stratified,
+    verdict_test,
+)
 
 # How one arm fared, worst first; the scoreboard shows this word per arm.
 REGRESSION, WARNING, GAIN, SAME, NEW = "regression", "warning", "gain", "same", "new"
@@ -255,11 +264,11 @@ def compare_arm(
         out.passed_now += is_
         if was != is_:
             (out.lost if was else out.won).append(Flip(case, base[case].label, label))
-        # A case record without counts (made by hand, say): its verdict as one sample.
-        passed = int(now[case].get("samples_passed", is_))
-        judged = int(now[case].get("samples", 1))
-        strata.append(Stratum(*base[case].counts, passed, judged))
-    out.test = stratified(strata)
+        before = _side(was, base[case].counts, base[case].at_least)
+        counts_now = (int(now[case].get("samples_passed", is_)), int(now[case].get("samples", 1)))
+        after = _side(is_, counts_now, now[case].get("at_least"))
+        strata.append(Stratum(before[0], before[1], after[0], after[1], before[2], after[2]))
+    out.test = verdict_test(strata)
     if arm.channel == "tool" and common:
         tables = [
             Stratum(base[c].tool_calls, base[c].calls, *_tool(counts, arm.id, c)) for c in common
@@ -276,6 +285,17 @@ def compare_arm(
     }
     out.word = out.words[settings.mode]
     return out
+
+
+def _side(verdict: bool, counts: tuple[int, int], at_least: object) -> tuple[int, int, int | None]:
+    """(passed, samples, k) of one side of a case for the paired test. A record whose counts
+    do not give its verdict under its rule (no counts, made by hand, say) is its verdict as
+    one sample, so the test never reads a flip the gate did not count."""
+    passed, samples = counts
+    k = at_least if type(at_least) is int and at_least > 0 else None
+    if samples <= 0 or not 0 <= passed <= samples or (passed >= needed(k, samples)) != verdict:
+        return int(verdict), 1, None
+    return passed, samples, k
 
 
 def _tool(counts: dict[tuple[str, str], tuple[int, int]], arm: str, case: str) -> tuple[int, int]:

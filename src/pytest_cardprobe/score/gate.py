@@ -156,16 +156,26 @@ class Gate:
 
     @property
     def suggestions(self) -> list[str]:
-        """Floor mode: each compared arm with more unstable cases than the floor absorbs."""
+        """Floor mode: each arm the floor failed for lost cases where more of those cases were
+        unstable (their samples disagreed, now or in the baseline) than the floor absorbs,
+        and the paired test does not find the loss significant. Cases that broke on every
+        sample, or a significant collapse, get no floor suggested: that is not noise."""
         if self.mode != FLOOR or self.decision == "updated":
             return []
-        k = self.noise_floor
-        return [
-            f"{arm}: this arm has {len(c.unstable)} unstable cases; --cardprobe-noise-floor "
-            f"{len(c.unstable)} would absorb them"
-            for arm, c in sorted(self.arms.items())
-            if c.word != NEW and len(c.unstable) > k
-        ]
+        k, out = self.noise_floor, []
+        for arm, c in sorted(self.arms.items()):
+            unstable = {u.case for u in c.unstable}
+            shaky = [f.case for f in c.lost if f.case in unstable]
+            if c.word == NEW or -c.passed_delta <= k or len(shaky) <= k:
+                continue
+            if c.words.get(SIGNIFICANCE) == REGRESSION or c.test is None:
+                continue
+            out.append(
+                f"{arm}: {len(shaky)} of the {len(c.lost)} lost case(s) are unstable (samples "
+                f"disagreed) and the loss is not significant (p = {p_text(c.test.p_loss)}); "
+                f"--cardprobe-noise-floor {len(shaky)} would absorb them"
+            )
+        return out
 
     @property
     def coverage(self) -> str | None:
@@ -219,11 +229,25 @@ class Gate:
         }
 
 
-def _why(c: ArmComparison) -> str:
-    """An arm the other mode would fail, with the figure that decides it."""
+def _why(c: ArmComparison, settings: GateSettings) -> str:
+    """An arm the other mode would fail, with the figures that decide it there: the cases
+    lost, the adoption drop, or both."""
     if c.test is None:
         return c.arm
-    return f"{c.arm} ({c.passed_delta:+d} case(s), p = {p_text(c.test.p_loss)})"
+    figures = []
+    cases = f"{c.passed_delta:+d} case(s), p = {p_text(c.test.p_loss)}"
+    adoption = f"adoption {c.adoption_before or 0:.0%} -> {c.adoption_now or 0:.0%}"
+    if settings.other_mode == FLOOR:
+        if -c.passed_delta > settings.noise_floor:
+            figures.append(cases)
+        if c.adoption_regressed:
+            figures.append(f"{adoption}, allowed drop {c.adoption_drop_allowed or 0:.0%}")
+    else:
+        if c.passed_delta < 0 and c.test.p_loss < settings.alpha:
+            figures.append(cases)
+        if c.adoption_significant(settings.alpha) and c.adoption_test is not None:
+            figures.append(f"{adoption}, p = {p_text(c.adoption_test.p_loss)}")
+    return f"{c.arm} ({'; '.join(figures)})" if figures else c.arm
 
 
 def decide(
@@ -260,7 +284,7 @@ def decide(
         gate.gains += gains
     other = settings.other_mode
     gate.other_regressions = [
-        _why(c) for c in gate.arms.values() if c.words.get(other) == REGRESSION
+        _why(c, settings) for c in gate.arms.values() if c.words.get(other) == REGRESSION
     ]
     remembered = baseline.canary if baseline else {}
     for canary in gate.canaries:

@@ -7,6 +7,7 @@ the comment it posted before and replace it instead of adding another.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pytest_cardprobe.score.aggregate import ArmScore
@@ -31,8 +32,36 @@ from pytest_cardprobe.types import escape_control
 MARKER = "<!-- cardprobe-report -->"
 
 
-def _md_cell(text: str) -> str:
-    return escape_control(text).replace("|", "\\|")
+#: What GitHub would read as markup in a line of text, each alternative made inert by
+#: :func:`_inert`: ``&`` and ``<`` (entities, tags, comments), a backslash before
+#: punctuation (it would escape it), the emphasis, code and strike-through marks and a
+#: table's ``|``, a run of ``_`` (kept inside a word, where it never emphasises), a ``]``
+#: that would close a link or image (``](`` or ``][``), and a ``>`` that starts the text
+#: (a block quote).
+_MARKUP = re.compile(r"[&<]|\\(?=[!-/:-@\[-`{-~])|[`*~|]|_+|\](?=[(\[])|^>")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _inert(match: re.Match[str]) -> str:
+    found, text = match.group(), match.string
+    if found.startswith("_"):
+        before = text[match.start() - 1] if match.start() else " "
+        after = text[match.end()] if match.end() < len(text) else " "
+        if before.isalnum() and after.isalnum():
+            return found  # inside a word: snake_case stays as it is
+        return "\\_" * len(found)
+    return _ENTITIES.get(found) or "\\" + found
+
+
+def md_text(text: str) -> str:
+    """Text that reads as itself in GitHub Markdown, in a table cell or a list item: control
+    characters shown as escapes (a line break would end the cell), markup made inert, and
+    nothing else touched (``->``, ``tool_calls`` and ``[0-8 %]`` stay as they are). Every
+    line that can hold model or suite text goes through it."""
+    return _MARKUP.sub(_inert, escape_control(text))
+
+
+_md_cell = md_text
 
 
 def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:

@@ -11,6 +11,11 @@
   approximation with continuity correction is used instead. With one sample per case on
   both sides, every informative stratum is a flip whose a_i is 0 or 1 with chance 1/2 each,
   so the exact conditional test *is* the exact McNemar test.
+- :func:`verdict_test`: the paired test of the gate's *cases*: the same conditioning on each
+  case's margins, but each case is scored by how its verdict under its k-of-n rule moved
+  (+1 lost, -1 won, 0 kept), D = sum d_i. A case whose verdict no split of its samples could
+  change drops out, and a kept verdict counts 0, so cases that did not flip cannot offset
+  cases that did (docs/design.md §4, "Noise").
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 #: The 97.5 % point of the standard normal distribution: two-sided 95 % intervals.
 Z95 = 1.959963984540054
 #: Exact enumeration when (range of S + 1) x (sum of the strata's support sizes) is at most
 #: this; beyond it the CMH approximation (the convolution's cost grows with that product).
 EXACT_LIMIT = 250_000
+#: :func:`verdict_test` convolves in exact fractions up to this many cases, in floats beyond.
+EXACT_FRACTIONS = 64
 
 #: Written as escapes: the characters look like ``a`` and ``-``, which a reader of the
 #: source must not mistake them for.
@@ -43,10 +51,12 @@ def wilson(passed: int, n: int, z: float = Z95) -> tuple[float, float] | None:
     """
     if n <= 0:
         return None
-    p = passed / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    # Integer division first (1 / n, passed / n): exact for any size of count, where a
+    # float over a count past 1e308 would overflow.
+    p, inverse = passed / n, 1 / n
+    denominator = 1 + z * z * inverse
+    centre = (p + z * z * inverse / 2) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) * inverse + z * z * inverse * inverse / 4)
     # The bounds are exact at the ends (0/n starts at 0, n/n ends at 1); rounding may not be.
     low = 0.0 if passed == 0 else max(0.0, centre - half)
     high = 1.0 if passed == n else min(1.0, centre + half)
@@ -67,12 +77,39 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 @dataclass(frozen=True)
 class Stratum:
-    """One case: samples passed of samples judged, in the baseline and now."""
+    """One case: samples passed of samples judged, in the baseline and now, and the case
+    rule of each side (k of its samples must pass; None: every one)."""
 
     before_passed: int
     before: int
     now_passed: int
     now: int
+    need_before: int | None = None
+    need_now: int | None = None
+
+    def flip_chances(self) -> tuple[Fraction, Fraction]:
+        """Given the margins: the chance the case passes in the baseline and fails now, and
+        the chance of the reverse (its verdict read from a split of the pooled samples);
+        exact fractions, so that the p-values built from them are correctly rounded."""
+        if not self.informative:
+            return Fraction(0), Fraction(0)
+        m, total, big = self.before, self.before_passed + self.now_passed, self.before + self.now
+        need_b, need_n = needed(self.need_before, m), needed(self.need_now, self.now)
+        lost = won = 0
+        for a in range(max(0, total - self.now), min(m, total) + 1):
+            ways = math.comb(total, a) * math.comb(big - total, m - a)
+            was, now = a >= need_b, total - a >= need_n
+            lost += ways if was and not now else 0
+            won += ways if now and not was else 0
+        whole = math.comb(big, m)
+        return Fraction(lost, whole), Fraction(won, whole)
+
+    @property
+    def flip(self) -> int:
+        """How the verdict moved: +1 pass -> fail, -1 fail -> pass, 0 kept."""
+        was = self.before_passed >= needed(self.need_before, self.before)
+        now = self.now_passed >= needed(self.need_now, self.now)
+        return int(was) - int(now)
 
     @property
     def informative(self) -> bool:
@@ -162,6 +199,58 @@ def stratified(tables: Iterable[Stratum], limit: int = EXACT_LIMIT) -> PairedTes
     loss = min(1.0, math.fsum(dist[observed:]))
     gain = min(1.0, math.fsum(dist[: observed + 1]))
     return PairedTest(loss, gain, EXACT_STRATIFIED, len(strata))
+
+
+def needed(at_least: int | None, samples: int) -> int:
+    """The passes a side of ``samples`` samples needs (k capped at n, as the rule does)."""
+    return samples if at_least is None else min(at_least, samples)
+
+
+def verdict_test(tables: Iterable[Stratum], limit: int = EXACT_LIMIT) -> PairedTest:
+    """The paired test of case verdicts (see the module docstring): P(D >= observed) for a
+    loss, P(D <= observed) for a gain, D exact by convolution, or its normal approximation
+    (continuity corrected) when the convolution would cost more than ``limit``."""
+    chances: list[tuple[Fraction, Fraction]] = []
+    observed = 0
+    single = True
+    for s in tables:
+        lost, won = s.flip_chances()
+        if not (lost or won):
+            continue  # no split of this case's samples changes its verdict
+        chances.append((lost, won))
+        observed += s.flip
+        single = single and s.before == s.now == 1
+    if not chances:
+        return PairedTest(1.0, 1.0, EXACT_MCNEMAR, 0)
+    count = len(chances)
+    if single:  # one sample a side: every case left is a flip, lost or won with chance 1/2
+        b = (observed + count) // 2
+        c = count - b
+        return PairedTest(mcnemar_exact(b, c), mcnemar_exact(c, b), EXACT_MCNEMAR, count)
+    if (2 * count + 1) * 3 * count > limit:
+        mean = math.fsum(float(lost - won) for lost, won in chances)
+        var = math.fsum(float(lost + won - (lost - won) ** 2) for lost, won in chances)
+        root = math.sqrt(var)
+        loss = min(1.0, _normal_upper((observed - mean - 0.5) / root))
+        gain = min(1.0, _normal_upper((mean - observed - 0.5) / root))
+        return PairedTest(loss, gain, CMH, count)
+    # The distribution of D by convolution, index j meaning D = j - count; in fractions while
+    # that is cheap (the p-values are then correctly rounded), in floats beyond.
+    exact = count <= EXACT_FRACTIONS
+    dist: list[Fraction | float] = [Fraction(1) if exact else 1.0]
+    for lost, won in chances:
+        chance = (lost, won) if exact else (float(lost), float(won))
+        kept = 1 - chance[0] - chance[1]
+        out: list[Fraction | float] = [0] * (len(dist) + 2)
+        for j, p in enumerate(dist):
+            out[j] += p * chance[1]
+            out[j + 1] += p * kept
+            out[j + 2] += p * chance[0]
+        dist = out
+    at = observed + count
+    loss = min(1.0, float(sum(dist[at:])))
+    gain = min(1.0, float(sum(dist[: at + 1])))
+    return PairedTest(loss, gain, EXACT_STRATIFIED, count)
 
 
 def share(count: int, n: int) -> dict[str, float | int | None]:

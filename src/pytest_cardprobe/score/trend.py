@@ -15,6 +15,7 @@ from pytest_cardprobe.score.baseline import Baseline, BaselineError, parse_basel
 from pytest_cardprobe.score.charts import ADOPTION_LINE, PASS_LINE, Series, esc, line_chart
 from pytest_cardprobe.score.columns import pct
 from pytest_cardprobe.score.html import page
+from pytest_cardprobe.score.markdown import md_text
 from pytest_cardprobe.score.report import table
 from pytest_cardprobe.score.stats import interval_text
 from pytest_cardprobe.types import escape_control
@@ -77,6 +78,7 @@ class Trend:
     """The versions that parsed (oldest first), the ones skipped, and every arm seen."""
 
     path: str
+    since: str | None = None  # --since REV: only the commits after it were read
     commits: list[Commit] = field(default_factory=list)
     arms: dict[str, list[Figures | None]] = field(default_factory=dict)  # one per commit
     skipped: list[str] = field(default_factory=list)
@@ -130,7 +132,11 @@ def _subject(text: str) -> str:
 def trend_lines(trend: Trend) -> list[str]:
     """The text report: a table per arm, then the versions that were skipped."""
     if not trend.commits:
-        return [f"no version of {trend.path} in this history could be read", *trend.skipped]
+        if not trend.skipped:  # nothing was unreadable: no commit touched the file
+            where = "in this history" if trend.since is None else f"after {trend.since}"
+            return [escape_control(f"no commit {where} changes {trend.path}")]
+        lines = [f"no version of {trend.path} in this history could be read", *trend.skipped]
+        return [escape_control(line) for line in lines]
     first, last = trend.commits[0], trend.commits[-1]
     lines = [
         f"{trend.path}: {len(trend.commits)} version(s), {first.short} ({first.date}) to "
@@ -147,12 +153,12 @@ def trend_lines(trend: Trend) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return escape_control(text).replace("|", "\\|")
+    return md_text(text)
 
 
 def trend_markdown(trend: Trend) -> str:
     """The same tables as Markdown."""
-    out = ["## cardprobe trend", "", f"`{_md(trend.path)}`, {len(trend.commits)} version(s)"]
+    out = ["## cardprobe trend", "", f"{_md(trend.path)}: {len(trend.commits)} version(s)"]
     for arm_id in trend.arms:
         out += ["", f"### {_md(arm_id)}", "", "| " + " | ".join(HEADERS) + " |"]
         out.append("|" + "---|" * len(HEADERS))
@@ -180,29 +186,35 @@ def _series(trend: Trend, arm_id: str) -> list[Series]:
     return out
 
 
+def _h(value: object) -> str:
+    """Text for the page: control characters shown as escapes (as in the text and the
+    Markdown; a commit subject may hold an ANSI escape), then HTML-escaped."""
+    return esc(escape_control(str(value)))
+
+
 def trend_html(trend: Trend) -> str:
     """One self-contained page: per arm, a line chart over the commits and its table."""
     xs = [c.short for c in trend.commits]
     parts = [
         "<h1>cardprobe trend</h1>",
-        f"<p class='muted'>{esc(trend.path)}: {len(trend.commits)} version(s) of the baseline, "
+        f"<p class='muted'>{_h(trend.path)}: {len(trend.commits)} version(s) of the baseline, "
         "oldest first; a line breaks where an arm was not in the baseline.</p>",
     ]
     for number, arm_id in enumerate(trend.arms):
-        head = "".join(f"<th>{esc(h)}</th>" for h in HEADERS)
+        head = "".join(f"<th>{_h(h)}</th>" for h in HEADERS)
         body = "".join(
-            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>"
+            "<tr>" + "".join(f"<td>{_h(c)}</td>" for c in r) + "</tr>"
             for r in arm_rows(trend, arm_id)
         )
         series = _series(trend, arm_id)
         title = " and ".join(s.name for s in series) + " per commit"
         chart = line_chart(title, xs, series, f"trend-{number}")
         parts.append(
-            f"<section class='arm'><h2>{esc(arm_id)}</h2><div class='pair'>{chart}"
+            f"<section class='arm'><h2>{_h(arm_id)}</h2><div class='pair'>{chart}"
             f"<div class='scroll'><table class='board'><tr>{head}</tr>{body}</table></div>"
             "</div></section>"
         )
     if trend.skipped:
-        items = "".join(f"<li>{esc(s)}</li>" for s in trend.skipped)
+        items = "".join(f"<li>{_h(s)}</li>" for s in trend.skipped)
         parts.append(f"<section id='skipped'><h2>Skipped</h2><ul>{items}</ul></section>")
     return page("cardprobe trend", "".join(parts))
