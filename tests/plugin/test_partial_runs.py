@@ -291,3 +291,20 @@ def test_the_hint_is_the_same_in_every_record_mode() -> None:
     assert rerecord_hint("x.yaml::a[m]", "m;rm -rf ~").endswith(
         "--model 'm;rm -rf ~' 'x.yaml::a[m]'"
     )
+
+
+def test_last_failed_reruns_exactly_the_failed_probes(recorded: pytest.Pytester) -> None:
+    """``--lf`` is a slice too: pytest 9.2 matches the ``[…]`` part of an id as parameters,
+    so a probe's node id must read like a parametrized test's (found by the issue-20 review:
+    it selected nothing and reran the whole matrix)."""
+    path = recorded.path / "cardprobe-baseline.json"
+    data = json.loads(path.read_text())
+    for case in ("badge", "bar", "carousel"):  # passed in the baseline: failures now
+        data["arms"]["cards/smollm2:135m/prose/cold"]["verdicts"][case]["passed"] = True
+    path.write_text(json.dumps(data))
+    first = recorded.runpytest("cases", "-q")  # with the cache provider: it writes lastfailed
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    again = recorded.runpytest("cases", "--lf", "-q")
+    outcomes = again.parseoutcomes()
+    assert outcomes.get("failed") == 3, again.stdout.str()
+    assert "passed" not in outcomes and "xfailed" not in outcomes, outcomes

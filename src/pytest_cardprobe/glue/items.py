@@ -252,7 +252,11 @@ class SuiteFile(pytest.File):
             state.collect_errors.extend(f"{self.path}: {p}" for p in problems)
             return
         for probe in probes:
-            yield ProbeItem.from_parent(self, name=probe.name, probe=probe)
+            # The node id given as text, so pytest (9.2 and later) reads its ``[…]`` part as
+            # the test's parameters, as for a parametrized function: ``--lf`` matches by them.
+            yield ProbeItem.from_parent(
+                self, name=probe.name, nodeid=f"{self.nodeid}::{probe.name}", probe=probe
+            )
 
 
 class ProbeItem(pytest.Item):
