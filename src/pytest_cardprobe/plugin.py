@@ -179,6 +179,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from pytest_cardprobe.run import preflight
 
         state = get_state(config)
+        if state.collect_errors:
+            # pytest calls this hook even when collection stopped on them: theirs is the
+            # error to show, and no server is asked before a suite is right.
+            return
         problems = state.recording_clashes()
         if problems:
             raise pytest.UsageError("\n".join(problems))

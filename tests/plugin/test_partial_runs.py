@@ -308,3 +308,20 @@ def test_last_failed_reruns_exactly_the_failed_probes(recorded: pytest.Pytester)
     outcomes = again.parseoutcomes()
     assert outcomes.get("failed") == 3, again.stdout.str()
     assert "passed" not in outcomes and "xfailed" not in outcomes, outcomes
+
+
+def test_a_collection_error_is_shown_before_any_server_is_asked(
+    recorded: pytest.Pytester,
+) -> None:
+    """A recording run over a broken set of suites: the suites' error, not the preflight's
+    (pytest still calls collection_finish after modifyitems raised; found by review)."""
+    shutil.copy(recorded.path / "cases" / "cards.yaml", recorded.path / "cases" / "other.yaml")
+    with fault_server() as server:
+        result = recorded.runpytest(
+            "-p", "no:cacheprovider", "cases", "--cardprobe-record-mode", "once",
+            "--cardprobe-server", server.url,
+        )  # fmt: skip
+        assert server.requests == []  # not even the preflight's /api/show
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "suite name 'cards' is already used by" in result.stderr.str()
+    assert "preflight" not in result.stderr.str()
