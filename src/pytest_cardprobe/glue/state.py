@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_cardprobe.files import MB
-from pytest_cardprobe.glue.hints import rerecord_hint
+from pytest_cardprobe.glue.hints import carried_options, rerecord_hint
 from pytest_cardprobe.glue.recording import clashes, suite_file
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
 from pytest_cardprobe.run.runtime import Runtime
@@ -72,6 +72,7 @@ class CardprobeState:
             if workerinput is not None:
                 index = int(str(workerinput.get("workerid", "gw0")).lstrip("gw") or 0)
             hook = self.config.hook
+            carried = carried_options(self.config.invocation_params.args)
             self._runtime = Runtime(
                 self.settings,
                 backend_for(
@@ -83,7 +84,7 @@ class CardprobeState:
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
                     request=request, probe=probe, config=self.config
                 ),
-                rerecord_hint=rerecord_hint,
+                rerecord_hint=lambda nodeid, model: rerecord_hint(nodeid, model, carried),
                 suite_file=lambda suite: suite_file(suite, self.config.rootpath),
             )
         return self._runtime
