@@ -325,3 +325,18 @@ def test_a_collection_error_is_shown_before_any_server_is_asked(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "suite name 'cards' is already used by" in result.stderr.str()
     assert "preflight" not in result.stderr.str()
+
+
+def test_cases_that_errored_are_counted_as_kept(recorded: pytest.Pytester) -> None:
+    """An errored test (here: no cassette) keeps its baseline entry, and the summary says so
+    (it said ``kept 0``; found by the issue-20 review)."""
+    before = (recorded.path / "cardprobe-baseline.json").read_text()
+    for name in ("date", "time"):
+        (
+            recorded.path / "cassettes" / "cards" / "smollm2%3A135m" / f"{name}-prose-cold.yaml"
+        ).unlink()
+    result = recorded.runpytest(
+        "-p", "no:cacheprovider", "cases", "-k", "prose and cold", "--cardprobe-update-baseline"
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["*updated 23 case(s) in 1 arm(s), kept 2*"])
+    assert (recorded.path / "cardprobe-baseline.json").read_text() == before

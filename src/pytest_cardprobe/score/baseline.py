@@ -306,16 +306,19 @@ def baseline_document(
     merged: dict[str, dict[str, Any]] = {
         arm_id: dict(entry) for arm_id, entry in ((old or {}).get("arms") or {}).items()
     }
+    written: set[tuple[str, str]] = set()
     for arm in arms:
         cases = _case_entries(arm, counts, recorded)
         if not cases:
             continue
+        written |= {(arm.id, c) for c in cases}
         before = dict((merged.get(arm.id) or {}).get("verdicts") or {})
         update.updated += len(cases)
         update.arms += 1
         key = {"suite": arm.suite, "model": arm.model, "channel": arm.channel}
         merged[arm.id] = _arm_entry({**key, "condition": arm.condition}, {**before, **cases})
-    ran = {(a.id, c) for a in arms for c in a.cases}
+    # A case that ran but was not judged (infra, a missing cassette) is kept, not updated.
+    ran = written
     for arm_id in list(merged):
         entry = merged[arm_id]
         verdicts = dict(entry.get("verdicts") or {})
