@@ -240,6 +240,16 @@ def test_diff_lists_what_only_one_report_has(everything: pytest.Pytester) -> Non
     assert "Traceback" not in result.stderr.str()
     result.stderr.fnmatch_lines(["error: --md * is a directory; give a file path"])
     assert whole["gate"]["decision"] == "pass"
+    # The other way round: the slice as OLD, the whole run as NEW.
+    result = diff(everything, new, everything.path / "old.json")
+    result.stdout.fnmatch_lines(
+        [
+            "not compared (in one report only):",
+            "*only in NEW (*old.json): tools/smollm2:135m/call/cold",
+            "  cards/smollm2:135m/prose/cold: 24 case(s) of NEW not in OLD",
+        ]
+    )
+    assert "no baseline for" not in result.stdout.str()  # a pytest run's hint, not diff's
 
 
 def test_lanes_are_cut_from_the_tests_that_run(recorded: pytest.Pytester) -> None:

@@ -23,7 +23,7 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.score.diff import ReportError, compare_runs
     from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
     from pytest_cardprobe.score.markdown import markdown
-    from pytest_cardprobe.score.report import flip_lines, scoreboard_lines
+    from pytest_cardprobe.score.report import flip_lines, no_baseline_line, scoreboard_lines
     from pytest_cardprobe.types import escape_control
 
     parser = argparse.ArgumentParser(
@@ -87,7 +87,10 @@ def main(argv: Sequence[str]) -> int:
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    lines = scoreboard_lines(arms, gate)
+    # An arm only in NEW is listed below as such; the pytest run's "no baseline" hint (to
+    # record one with --cardprobe-update-baseline) means nothing between two reports.
+    hint = no_baseline_line(gate)
+    lines = [line for line in scoreboard_lines(arms, gate) if line not in hint]
     flips = flip_lines(gate)
     if flips:
         lines += ["", "flipped cases:", *(f"  {line}" for line in flips)]
@@ -108,11 +111,15 @@ def main(argv: Sequence[str]) -> int:
 
 
 def coverage_lines(gate: Gate, old: str, new: str) -> list[str]:
-    """What only one of the two runs has: whole arms, and per arm the cases NEW did not run."""
+    """What only one of the two runs has: whole arms, and per arm the cases NEW did not run
+    and the cases NEW ran that OLD has not (neither is compared)."""
     lines = [f"only in OLD ({old}): {arm}" for arm in gate.not_run]
     lines += [f"only in NEW ({new}): {arm}" for arm in gate.new]
     for arm_id, c in sorted(gate.arms.items()):
         if c.partial and c.cases_in_baseline is not None:
             missing = c.cases_in_baseline - c.baseline_cases_run
             lines.append(f"{arm_id}: {missing} case(s) of OLD not run in NEW")
+        if c.cases_in_baseline is not None and c.cases_run > c.baseline_cases_run:
+            extra = c.cases_run - c.baseline_cases_run
+            lines.append(f"{arm_id}: {extra} case(s) of NEW not in OLD")
     return lines
