@@ -214,7 +214,7 @@ def test_no_secret_in_an_internal_error_or_a_deadline_behind_the_fault_proxy(
         ]
     )
     ((label,),) = [[s["label"] for s in drip["samples"]]]
-    assert label.startswith("infra: after 1 attempts: timed out: "), label
+    assert label.startswith("infra: after 1 attempt: timed out: "), label
     assert "exceeded the 3 s request deadline" in label, label
     result.stdout.fnmatch_lines(["*infra: *exceeded the 3 s request deadline*"])
     assert "Traceback" not in printed

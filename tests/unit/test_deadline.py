@@ -132,7 +132,7 @@ def test_a_reply_that_keeps_dripping_fails_as_infra_at_the_deadline(mode: str) -
     assert took < GIVE_UP_S / 2, took
     message = str(caught.value)
     assert f"exceeded the {DEADLINE_S:g} s request deadline" in message, message
-    assert message.startswith("after 1 attempts: timed out: "), message
+    assert message.startswith("after 1 attempt: timed out: "), message
     assert "127.0.0.1" in message
 
 

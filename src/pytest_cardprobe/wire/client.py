@@ -194,7 +194,8 @@ class ChatClient:
         if refused == self.settings.retries + 1:
             self.unreachable = str(last)
         # The count first: labels are cut to one line, and it says retries were made.
-        raise InfraError(f"after {self.settings.retries + 1} attempts: {last}")
+        tries = self.settings.retries + 1
+        raise InfraError(f"after {tries} attempt{'s' if tries > 1 else ''}: {last}")
 
     def _chat_once(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
         path, body = self.payload(request)

@@ -111,7 +111,7 @@ def cassette_path_problem(
         return (
             f"the cassette path would be {size} bytes long, more than the {path_max} bytes "
             "the file system allows (shorten the case id, the suite or model name, or use a "
-            "shorter --cassette-dir)"
+            "shorter --cardprobe-cassette-dir)"
         )
     return None
 
