@@ -423,7 +423,7 @@ def test_server_errors_are_retried_with_backoff_then_infra(
         client.chat(make_request())
     assert route.call_count == retries + 1
     assert delays == [0.5 * 2**i for i in range(retries)]
-    assert f"after {retries + 1} attempts" in str(info.value)
+    assert f"after {retries + 1} attempt{'s' if retries else ''}:" in str(info.value)
 
 
 def test_backoff_for_two_retries_is_half_then_one_second(
