@@ -85,14 +85,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _filter_library_logs(settings: Settings) -> None:
     """No credential in httpx's or vcrpy's log lines (``--log-level=INFO``, ``log_cli``)."""
-    from pytest_cardprobe.wire.logfilter import install, url_secrets
+    from pytest_cardprobe.wire.logfilter import install, run_secrets
 
-    plain = {"accept", "content-type", "user-agent"}  # never a credential (as in redact.py)
-    secrets = [v for k, v in settings.headers.items() if k.lower() not in plain]
-    secrets += [settings.api_key] if settings.api_key else []
-    for url in settings.servers:
-        secrets += url_secrets(url)
-    install(secrets)
+    install(run_secrets(settings.headers, settings.api_key, settings.servers))
 
 
 def read_baseline(state: CardprobeState) -> list[str]:
@@ -159,11 +154,11 @@ def pytest_collection(session: pytest.Session) -> None:
 
     args = list(config.args) or [str(config.rootpath)]
     state = get_state(config)
-    errors = preflight_errors(state, args, Path(str(config.invocation_params.dir)))
+    errors = preflight_errors(state, args, Path(str(config.invocation_params.dir)), config)
     errors += state.recording_clashes()
     if errors:
         raise pytest.UsageError("\n".join(errors))
-    if any(True for _ in suite_files_under(args, Path(str(config.invocation_params.dir)))):
+    if any(True for _ in suite_files_under(args, Path(str(config.invocation_params.dir)), config)):
         from pytest_cardprobe.run import preflight
 
         # Workers collect; the controller checks the servers once for all of them.

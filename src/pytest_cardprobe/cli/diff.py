@@ -23,7 +23,7 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.score.diff import ReportError, compare_runs
     from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
     from pytest_cardprobe.score.markdown import markdown
-    from pytest_cardprobe.score.report import flip_lines, no_baseline_line, scoreboard_lines
+    from pytest_cardprobe.score.report import flip_lines, scoreboard_lines
     from pytest_cardprobe.types import escape_control
 
     parser = argparse.ArgumentParser(
@@ -87,10 +87,8 @@ def main(argv: Sequence[str]) -> int:
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    # An arm only in NEW is listed below as such; the pytest run's "no baseline" hint (to
-    # record one with --cardprobe-update-baseline) means nothing between two reports.
-    hint = no_baseline_line(gate)
-    lines = [line for line in scoreboard_lines(arms, gate) if line not in hint]
+    # An arm only in NEW is listed below as such: no "record a baseline" advice here.
+    lines = scoreboard_lines(arms, gate, baseline_hint=False)
     flips = flip_lines(gate)
     if flips:
         lines += ["", "flipped cases:", *(f"  {line}" for line in flips)]

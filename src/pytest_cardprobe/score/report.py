@@ -224,16 +224,21 @@ def no_baseline_line(gate: Gate | None) -> list[str]:
     return [f"no baseline for {len(gate.new)} arm(s): {NO_BASELINE_HINT}"]
 
 
-def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int = 0) -> list[str]:
+def scoreboard_lines(
+    arms: Sequence[ArmScore], gate: Gate | None, verbosity: int = 0, *, baseline_hint: bool = True
+) -> list[str]:
     """The terminal scoreboard.
 
     ``verbosity < 0`` (``-q``) keeps only the gate line and one line per regression, warning
     or unscored arm of an inconclusive gate: nothing that explains a failing exit is dropped.
+    ``baseline_hint``: end with how to record a baseline for arms that have none (a pytest
+    run's advice; ``diff`` of two reports lists such arms as only in NEW instead).
     """
     if not arms:
         return []
+    hint = no_baseline_line(gate) if baseline_hint else []
     if verbosity < 0:
-        return (gate_lines(gate, quiet=True) if gate else []) + no_baseline_line(gate)
+        return (gate_lines(gate, quiet=True) if gate else []) + hint
     lines = [line for t in tables(arms, gate) for line in t]
     headers, timing = timing_table(arms)
     if timing:
@@ -251,4 +256,4 @@ def scoreboard_lines(arms: Sequence[ArmScore], gate: Gate | None, verbosity: int
         lines += ["", *canary]
     if gate:
         lines += ["", *gate_lines(gate)]
-    return lines + no_baseline_line(gate)
+    return lines + hint

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import re
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from pytest_cardprobe.wire.redact import _SECRET_PARAM, REDACTED, redact_url
+from pytest_cardprobe.wire.redact import PLAIN_HEADERS, REDACTED, SECRET_PARAM, redact_url
 
 #: The loggers of httpx, httpcore and vcrpy that write request lines (a filter on a logger
 #: sees only the records logged to that logger itself, not to its children).
@@ -35,6 +35,18 @@ LOGGERS = (
 _URL = re.compile(r"https?://[^\s\"'<>]+", re.IGNORECASE)
 
 
+def run_secrets(
+    headers: Mapping[str, str], api_key: str | None, servers: Iterable[str]
+) -> list[str]:
+    """What a run was configured with that must never be shown: the header values that
+    :func:`redact.redact_headers` hides, the API key, the server URLs' secret parts."""
+    found = [v for k, v in headers.items() if k.lower() not in PLAIN_HEADERS]
+    found += [api_key] if api_key else []
+    for url in servers:
+        found += url_secrets(url)
+    return found
+
+
 def url_secrets(url: str) -> list[str]:
     """The secret parts of a server URL: its password (and user), secret query values."""
     try:
@@ -42,7 +54,7 @@ def url_secrets(url: str) -> list[str]:
         query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
         return []
-    found = [v for k, v in query if _SECRET_PARAM.search(k) and v]
+    found = [v for k, v in query if SECRET_PARAM.search(k) and v]
     found += [p for p in (parts.password, parts.username) if p]
     return found
 

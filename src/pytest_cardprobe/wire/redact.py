@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Query parameters that carry credentials (``?key=``, ``api_key``, ``access_token``, ``sig``).
-_SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.I)
+SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential|session", re.I)
 
 
 def redact_url(url: str) -> str:
@@ -29,7 +29,7 @@ def redact_url(url: str) -> str:
         query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
         return "<unparsable URL>"
-    kept = [(k, v) for k, v in query if not _SECRET_PARAM.search(k)]
+    kept = [(k, v) for k, v in query if not SECRET_PARAM.search(k)]
     return urllib.parse.urlunsplit(
         (parts.scheme, netloc, parts.path, urllib.parse.urlencode(kept), parts.fragment)
     )
@@ -56,9 +56,9 @@ def redact_fields(value: Any, fields: Sequence[str]) -> Any:
 
 # Header values that never carry a credential; every other value is shown redacted (deny by
 # default, as a recording keeps only what replay needs: credentials come under too many names).
-_PLAIN_HEADERS = frozenset({"accept", "content-type", "user-agent"})
+PLAIN_HEADERS = frozenset({"accept", "content-type", "user-agent"})
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """``headers`` as they may be shown: names kept, values redacted unless plainly harmless."""
-    return {k: v if k.lower() in _PLAIN_HEADERS else REDACTED for k, v in headers.items()}
+    return {k: v if k.lower() in PLAIN_HEADERS else REDACTED for k, v in headers.items()}
