@@ -350,3 +350,20 @@ def test_cases_that_errored_are_counted_as_kept(recorded: pytest.Pytester) -> No
     )  # fmt: skip
     result.stdout.fnmatch_lines(["*updated 23 case(s) in 1 arm(s), kept 2*"])
     assert (recorded.path / "cardprobe-baseline.json").read_text() == before
+
+
+def test_a_folder_pytest_ignores_is_not_scanned_for_suites_under_xdist(
+    recorded: pytest.Pytester,
+) -> None:
+    """Under xdist the controller checks suites before collection; it follows the same
+    ignore rules collection will (a conftest's ``collect_ignore``), so a fixture folder holding
+    a copy of a suite is no same-name clash (found reviewing the 0.11.4 fixture)."""
+    kept = recorded.path / "fixtures" / "old"
+    kept.mkdir(parents=True)
+    shutil.copy(recorded.path / "cases" / "cards.yaml", kept / "cards.yaml")
+    recorded.makeconftest('collect_ignore = ["fixtures"]\n')
+    result = recorded.runpytest(
+        "-p", "no:cacheprovider", ".", "-n", "2", "-k", "date and prose and cold"
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    assert "is already used by" not in result.stderr.str()

@@ -71,9 +71,26 @@ def marker_samples(item: pytest.Item) -> int | None:
 _SKIPPED_DIRS = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "__pycache__", "build"}
 
 
-def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
-    """Suite files a run over ``args`` would collect (for checks made before collection)."""
+def suite_files_under(
+    args: list[str], root: Path, config: pytest.Config | None = None
+) -> Iterator[Path]:
+    """Suite files a run over ``args`` would collect (for checks made before collection).
+
+    With ``config``, pytest's own ignore rules apply as they will to collection
+    (``pytest_ignore_collect``: ``--ignore``, ``collect_ignore`` in a conftest, ...), asked of
+    each folder between the argument and the file and of the file itself.
+    """
     from pytest_cardprobe.suite.loader import is_suite_file
+
+    def ignored(path: Path, top: Path) -> bool:
+        if config is None:
+            return False
+        chain = [*reversed(path.relative_to(top).parents), Path(path.relative_to(top))]
+        return any(
+            config.hook.pytest_ignore_collect(collection_path=top / part, config=config)
+            for part in chain
+            if part != Path(".")
+        )
 
     for arg in args:
         path = Path(arg.split("::", 1)[0])
@@ -86,6 +103,7 @@ def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
                 for p in sorted(path.rglob("*"))
                 if p.suffix.lower() in (".yaml", ".yml") and p.is_file()
                 if not _SKIPPED_DIRS & set(p.relative_to(path).parts)
+                if not ignored(p, path)
             )
         else:
             continue
@@ -94,14 +112,17 @@ def suite_files_under(args: list[str], root: Path) -> Iterator[Path]:
                 yield candidate
 
 
-def preflight_errors(state: CardprobeState, args: list[str], root: Path) -> list[str]:
+def preflight_errors(
+    state: CardprobeState, args: list[str], root: Path, config: pytest.Config | None = None
+) -> list[str]:
     """Load every suite up front; the problems a run over ``args`` would stop on."""
     from pytest_cardprobe.suite.builtin import builtin_suite_path
 
     errors = []
     found = False
     names: dict[str, Path] = {}
-    paths = [*suite_files_under(args, root), *map(builtin_suite_path, state.settings.suites)]
+    under = suite_files_under(args, root, config)
+    paths = [*under, *map(builtin_suite_path, state.settings.suites)]
     state.suites_found += len(paths)
     for path in paths:
         found = True
