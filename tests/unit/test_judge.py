@@ -617,3 +617,21 @@ def test_duplicate_keys_are_noted_per_reply_and_per_thread() -> None:
     for thread in threads:
         thread.join()
     assert sorted(set(seen)) == [(), ("text", "url")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text() | _jsonish_text | _decorated)
+def test_card_parser_says_what_the_json_decoder_says(text: str) -> None:
+    """The parser answers text that cannot begin JSON without running the decoder; its verdict
+    and message are the decoder's all the same, whatever the text."""
+    from pytest_cardprobe.judge.carddetect import _loads
+
+    ok, value, _, error = _loads(text)
+    try:
+        expected = json.loads(text)
+    except json.JSONDecodeError as exc:
+        assert not ok and error == f"{exc.msg}: line {exc.lineno} column {exc.colno}"
+    except (ValueError, RecursionError):
+        assert not ok
+    else:
+        assert not ok or value == expected or value != value  # NaN is not equal to itself

@@ -90,8 +90,16 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _CARD_DECODER = json.JSONDecoder(object_pairs_hook=_object)
 
 
+#: The characters a JSON text can begin with (Python's decoder also reads ``NaN`` and
+#: ``Infinity``), and the white space it skips first.
+_MAY_START_JSON = frozenset('{["-0123456789tfnNI \t\n\r')
+
+
 def _loads(text: str) -> tuple[bool, Any, tuple[str, ...], str | None]:
     """Parse strictly; return (ok, value, duplicate keys, error message)."""
+    if text[:1] not in _MAY_START_JSON:
+        # What the decoder would say, without building its exception: most replies are prose.
+        return False, None, (), "Expecting value: line 1 column 1"
     dupes: list[str] = []
     _DUPLICATES.keys = dupes
     try:

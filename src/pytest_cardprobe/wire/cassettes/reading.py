@@ -7,6 +7,7 @@ check parses a whole reply once and hands the JSON on, so replay does not parse 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import urllib.parse
@@ -126,12 +127,18 @@ def _interaction_problem(
         return problem, None
     request, response = interaction["request"], interaction["response"]
     code, raw = response["status"]["code"], response["body"]["string"]
-    api = chat_api(urllib.parse.urlsplit(request["uri"]).path)
+    api = _api_of(request["uri"])
     if api is None or not 200 <= code < 300:
         return None, None
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8")  # _shape_problem made sure it is UTF-8
     return check_reply(api, asked_to_stream(request.get("body")), raw)
+
+
+@functools.lru_cache(maxsize=256)
+def _api_of(uri: str) -> str | None:
+    # A cassette's requests go to one or two URIs, the same for every test of a server.
+    return chat_api(urllib.parse.urlsplit(uri).path)
 
 
 def _shape_problem(interaction: Any) -> str | None:
