@@ -22,6 +22,14 @@ def shown(path: Path) -> str:
         return str(path)
 
 
+def names_a_folder(text: str) -> bool:
+    """True when a path as typed can only name a folder: it ends with a separator (``out/``).
+
+    ``Path("out/")`` drops the slash, so a file called ``out`` would be written instead.
+    """
+    return text.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep))
+
+
 def _temporary(path: Path) -> tuple[int, str]:
     """A new hidden file next to ``path``, opened for writing, and its name.
 

@@ -49,3 +49,23 @@ def test_recordings_from_ollama_0_11_4_replay_with_their_verdicts(
     assert result.ret == 0, result.stdout.str()[-2000:]
     assert report["gate"]["decision"] == "pass"
     assert all(t["server"] is None for t in report["tests"])  # replay asks no server
+
+
+def test_shipped_recordings_come_from_todays_ollama() -> None:
+    """Every shipped cassette was recorded on the newest Ollama that ``scripts/real-servers``
+    builds (its ``OLLAMA_LATEST``): ``pytest cases`` replays what a new user's Ollama says.
+    Bumping the constant without re-recording fails here; the 0.11.4 set above is the one
+    kept from the release before."""
+    from pytest_cardprobe.wire.cassettes.reading import read_cassette
+
+    root = Path(__file__).resolve().parents[2]
+    script = (root / "scripts" / "real-servers").read_text(encoding="utf-8")
+    latest = script.split('OLLAMA_LATEST = "v', 1)[1].split('"', 1)[0]
+    found: dict[str, list[str]] = {}
+    for path in sorted((root / "cassettes").rglob("*.yaml")):
+        meta = read_cassette(path).get("metadata", {}).get("cardprobe", {})
+        server = meta.get("server") or {}
+        where = f"{server.get('kind', '?')} {server.get('version', '?')}"
+        found.setdefault(where, []).append(path.relative_to(root).as_posix())
+    assert sum(map(len, found.values())) >= 252  # cards.yaml 200 tests, tools.yaml 52
+    assert list(found) == [f"ollama {latest}"], {k: v[:3] for k, v in found.items()}

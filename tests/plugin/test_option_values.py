@@ -159,6 +159,19 @@ def test_an_empty_report_path_is_a_usage_error(project: pytest.Pytester, flag: s
     assert f"{flag} wants a path, got an empty one" in result.stderr.str()
 
 
+@pytest.mark.parametrize(
+    "flag", ["--cardprobe-json", "--cardprobe-md", "--cardprobe-html", "--cardprobe-baseline"]
+)
+def test_a_file_path_typed_as_a_folder_is_a_usage_error(
+    project: pytest.Pytester, flag: str
+) -> None:
+    """``out/`` names a folder: pytest's Path would drop the slash and write a file ``out``."""
+    result = project.runpytest("cases", f"{flag}=out/")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"{flag} wants a file path, got 'out/', which names a folder" in result.stderr.str()
+    assert not (project.path / "out").exists()
+
+
 def test_an_empty_ini_path_is_a_usage_error(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\ncardprobe_baseline =\n")
     result = project.runpytest("cases")

@@ -239,6 +239,11 @@ def test_diff_lists_what_only_one_report_has(everything: pytest.Pytester) -> Non
     assert result.ret == 2
     assert "Traceback" not in result.stderr.str()
     result.stderr.fnmatch_lines(["error: --md * is a directory; give a file path"])
+    # A folder that is not there yet, typed as one: refused, not written as a file.
+    result = diff(everything, everything.path / "old.json", new, "--md", "out/")
+    assert result.ret == 2 and "Traceback" not in result.stderr.str()
+    assert "--md: wants a file path, got 'out/', which names a folder" in result.stderr.str()
+    assert not (everything.path / "out").exists()
     assert whole["gate"]["decision"] == "pass"
     # The other way round: the slice as OLD, the whole run as NEW.
     result = diff(everything, new, everything.path / "old.json")

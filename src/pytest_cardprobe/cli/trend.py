@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_cardprobe.cli import output_file
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, write_atomically
 from pytest_cardprobe.types import escape_control
 
@@ -109,8 +110,8 @@ def main(argv: Sequence[str]) -> int:
         description="Per arm: pass rate and adoption in every committed version of the baseline.",
     )
     parser.add_argument("--since", metavar="REV", help="only the commits after REV")
-    parser.add_argument("--html", metavar="PATH", type=Path, help="also write an HTML page")
-    parser.add_argument("--md", metavar="PATH", type=Path, help="also write it as Markdown")
+    parser.add_argument("--html", metavar="PATH", type=output_file, help="also write an HTML page")
+    parser.add_argument("--md", metavar="PATH", type=output_file, help="also write it as Markdown")
     parser.add_argument(
         "--baseline",
         metavar="PATH",

@@ -167,7 +167,7 @@ SPECS: tuple[Spec, ...] = (
          flag="--cardprobe-noise-floor", old="--noise-floor", ini="cardprobe_noise_floor",
          read=values.non_negative_int, metavar="K"),
     Spec("baseline", "baseline file", flag="--cardprobe-baseline", old="--baseline",
-         ini="cardprobe_baseline", read=values.path_text, metavar="PATH", path=True),
+         ini="cardprobe_baseline", read=values.file_path_text, metavar="PATH", path=True),
     Spec("update_baseline", "merge this run's verdicts into the baseline instead of gating "
          "(cases that did not run keep their entries)",
          flag="--cardprobe-update-baseline", old="--update-baseline", kind="on"),
@@ -198,12 +198,12 @@ SPECS: tuple[Spec, ...] = (
          "printable ASCII); sent with every request, the preflight's too; never recorded",
          ini="cardprobe_headers", kind="list", read=values.header_line),
     Spec("json_report", "write the JSON report (every sample's verdict, route and label) here",
-         flag="--cardprobe-json", read=values.path_text, metavar="PATH", path=True),
+         flag="--cardprobe-json", read=values.file_path_text, metavar="PATH", path=True),
     Spec("md_report", "write a Markdown report here (also appended to "
-         "`$GITHUB_STEP_SUMMARY`)", flag="--cardprobe-md", read=values.path_text,
+         "`$GITHUB_STEP_SUMMARY`)", flag="--cardprobe-md", read=values.file_path_text,
          metavar="PATH", path=True),
     Spec("html_report", "write a self-contained HTML report (charts, case x arm grid, whole "
-         "replies) here", flag="--cardprobe-html", read=values.path_text, metavar="PATH",
+         "replies) here", flag="--cardprobe-html", read=values.file_path_text, metavar="PATH",
          path=True),
 )  # fmt: skip
 

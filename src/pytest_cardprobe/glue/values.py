@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from pytest_cardprobe.files import MB
+from pytest_cardprobe.files import MB, names_a_folder
 from pytest_cardprobe.run.settings import DEFAULT_PORT
 from pytest_cardprobe.types import model_problem
 
@@ -76,6 +76,14 @@ def path_text(value: str) -> str:
     """A file or folder path: anything but empty (an empty path would silently mean "none")."""
     if not value.strip():
         raise ValueError("wants a path, got an empty one")
+    return value
+
+
+def file_path_text(value: str) -> str:
+    """A path of a file to write: :func:`path_text`, and not one typed as a folder."""
+    path_text(value)
+    if names_a_folder(value):
+        raise ValueError(f"wants a file path, got {value!r}, which names a folder")
     return value
 
 
