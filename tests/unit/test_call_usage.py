@@ -503,6 +503,8 @@ def test_a_matcher_mistake_in_a_suite_names_file_line_case_and_key(tmp_path: Pat
          "duplicate key 'type' (first defined on line 2)"),
         ("tools.json", '[\n  {"type": "function",}\n]', 2, None, "not valid JSON"),
         ("tools.json", '{"tools": []}', 1, "$", "expected a list of tool declarations"),
+        ("tools.json", '[\n {"type": "function",\n  "max": ' + "9" * 5000 + "}]", 3, None,
+         "a number of 5,000 digits, more than the 4,300 a number may have"),
         ("tools.yaml", "- type: function\n  function: {name: a}\n- type: function\n"
          "  function: {name: a}\n", 4, "$[1].function.name", "tool 'a' is declared twice"),
     ],
