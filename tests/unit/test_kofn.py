@@ -62,6 +62,18 @@ def test_the_rule_is_capped_at_the_samples_asked_and_leaves_infra_alone() -> Non
     assert settle(infra, 1).status == "infra"
 
 
+def test_the_headline_says_a_status_once() -> None:
+    """An infra result's message is its sample's label, which already says ``infra:``."""
+    infra = ProbeResult(
+        "s::x", "s", "m", "prose", "cold", "x", "infra", [], message="infra: timed out"
+    )
+    assert headline(infra) == "infra: timed out"
+    error = ProbeResult(
+        "s::x", "s", "m", "prose", "cold", "x", "error", [], message="model 'm' not found"
+    )
+    assert headline(error) == "error: model 'm' not found"
+
+
 def test_a_passing_k_of_n_case_is_known_by_a_passing_label() -> None:
     found = result("date", [False, True, True], 2)
     assert found.status == "passed" and label_of(found) == "ok Input.Date"

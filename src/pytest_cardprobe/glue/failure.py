@@ -9,7 +9,8 @@ from pytest_cardprobe.types import REPLY_PREVIEW, ProbeResult, escape_control, w
 def headline(result: ProbeResult) -> str:
     """One line for pytest's short test summary: what went wrong first."""
     if result.message:
-        return escape_control(f"{result.status}: {result.message}")
+        # An infra sample's label already says "infra: …": the status is not said twice.
+        return escape_control(with_class(result.message, result.status))
     failed = [s for s in result.samples if not s.passed]
     if not failed:
         return result.status
