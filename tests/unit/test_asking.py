@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_cardprobe.run.asking import OneTurn
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.types import ChatReply, ChatRequest, Verdict
@@ -45,3 +47,27 @@ def test_the_samples_of_one_way_of_asking_share_one_written_body() -> None:
     request.messages[-1]["content"] = "edited"
     OneTurn(exchange, request, "prose", judge, "http://server").sample(0)
     assert exchange.written == ["q", "edited"] and exchange.sent[-1] == "body of edited"
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ({"digest": "410834b94dda"}, "410834b94dda"),
+        ({"system_fingerprint": "b6190-abc"}, "b6190-abc"),
+        ({"digest": "", "system_fingerprint": "fp"}, "fp"),
+        ({"digest": ["410834b94dda"]}, None),
+        ({"digest": 5}, None),
+        ({"digest": float("nan")}, None),
+        ({"digest": {"a": 1}}, None),
+        ({"digest": None}, None),
+        ({"digest": "\x1b[31mred"}, None),
+        ({"digest": "x" * 201}, None),
+        ("410834b94dda", None),
+        (None, None),
+    ],
+)
+def test_a_cassettes_digest_is_taken_only_when_it_is_one(model: object, expected: object) -> None:
+    """A hand-edited cassette's model digest of another type crashed the session's end."""
+    from pytest_cardprobe.run.runtime import recorded_digest
+
+    assert recorded_digest({"model": model}) == expected

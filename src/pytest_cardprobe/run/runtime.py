@@ -54,6 +54,19 @@ def recorded_at(metadata: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and len(value) <= 40 else None
 
 
+def recorded_digest(metadata: Mapping[str, Any]) -> str | None:
+    """The model's digest (or an OpenAI-compatible server's fingerprint) from a cassette's
+    metadata, when it is one: printable text of a plausible length, else None."""
+    model = metadata.get("model")
+    if not isinstance(model, dict):
+        return None
+    for key in ("digest", "system_fingerprint"):
+        value = model.get(key)
+        if isinstance(value, str) and value and len(value) <= 200 and value.isprintable():
+            return value
+    return None
+
+
 def new_result(probe: Probe, nodeid: str) -> ProbeResult:
     """A passing result for ``probe``, to be filled in by its samples."""
     return ProbeResult(
@@ -327,9 +340,7 @@ class Runtime:
                     identity["system_fingerprint"] = seen[-1]
                 if identity:
                     rec.metadata["model"] = identity
-            model = rec.metadata.get("model")
-            if isinstance(model, dict):
-                result.model_digest = model.get("digest") or model.get("system_fingerprint")
+            result.model_digest = recorded_digest(rec.metadata)
         return result
 
     def way_of_asking(
