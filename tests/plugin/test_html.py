@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+import yaml
 from cardprobe_testing import cassette, chromium, render, set_replies
 
 # Each would change the page title if the browser ran it.
@@ -16,6 +18,26 @@ HOSTILE = (
     "<a href=\"javascript:document.title='pwned-link'\">click me</a>"
     "' onmouseover='document.title=1' \" autofocus onfocus=\"document.title='pwned-attr'\""
 )
+# A card each case accepts, for (case, channel, condition).
+SECOND_SAMPLE_PASSES = {
+    ("codeblock", "prose", "schema"): [
+        {"type": "CodeBlock", "codeSnippet": "print('hi')", "language": "python"}
+    ],
+    ("facts", "prose", "schema"): [
+        {"type": "FactSet", "facts": [{"title": "Weight", "value": "2 kg"}]}
+    ],
+    ("rating_shown", "prose", "seeded"): [{"type": "Rating", "value": 4.3, "max": 5}],
+}
+
+
+def set_second_reply(path: Path, content: str) -> None:
+    """Rewrite the reply of the second sample (recorded interaction) of a prose cassette."""
+    data = yaml.safe_load(path.read_text())
+    body = data["interactions"][1]["response"]["body"]
+    reply = json.loads(body["string"])
+    reply["message"]["content"] = content
+    body["string"] = json.dumps(reply)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def test_shipped_suite_report_renders_charts_and_grid_and_runs_no_model_text(
@@ -23,6 +45,11 @@ def test_shipped_suite_report_renders_charts_and_grid_and_runs_no_model_text(
 ) -> None:
     browser = chromium()
     set_replies(cassette(recorded, "date", "prose", "cold"), content=HOSTILE)
+    # In the recordings every case's two samples agree (now and in the baseline), so three
+    # cases are made unstable here: their second sample answers with a card they accept.
+    # Both samples failed in the baseline, and one of two is still a failed case: no flip.
+    for (case, channel, condition), card in SECOND_SAMPLE_PASSES.items():
+        set_second_reply(cassette(recorded, case, channel, condition), json.dumps(card))
     page = recorded.path / "report.html"
     result = recorded.runpytest("-p", "no:cacheprovider", "cases", f"--cardprobe-html={page}")
     assert result.ret == 0, result.stdout.str()
@@ -49,7 +76,7 @@ def test_shipped_suite_report_renders_charts_and_grid_and_runs_no_model_text(
     # (codeblock and facts on prose/schema, rating_shown on prose/seeded) are marked.
     assert len(re.findall(r'<g class="whisker"', dom)) == 8 + 2
     assert len(re.findall(r'<td class="cell" data-kind="[a-z_]+" data-unstable="yes"', dom)) == 3
-    assert 'id="unstable"' in dom and "rating_shown (now 1/2, baseline 1/2)" in dom
+    assert 'id="unstable"' in dom and "rating_shown (now 1/2, baseline 0/2)" in dom
     assert len(re.findall(r'<td class="cell"', dom)) == 200
     assert len(re.findall(r"<details>", dom)) == 200
     assert 'id="gate"' in dom and "Gate: pass" in dom

@@ -75,20 +75,41 @@ def test_asking_for_more_samples_than_recorded_is_stale(recorded: pytest.Pyteste
     result.stdout.fnmatch_lines(["*stale cassette*holds 2 recorded call(s)*asked for more*"])
 
 
+def _status_not_a_number(text: str) -> str:
+    """Every recorded response's status code becomes the word ``OK``."""
+    data = yaml.safe_load(text)
+    for interaction in data["interactions"]:
+        interaction["response"]["status"]["code"] = "OK"
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _first_body_without_string(text: str) -> str:
+    """The first recorded response's body keeps its text under ``text``, not ``string``."""
+    data = yaml.safe_load(text)
+    body = data["interactions"][0]["response"]["body"]
+    body["text"] = body.pop("string")
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+# The structural damages edit the parsed cassette rather than its text, so they do not
+# depend on how the recording laid the YAML out (block style, or JSON as YAML flow style).
 @pytest.mark.parametrize(
     "damage",
     [
         lambda text: text[: len(text) // 2] + "\n  - {unclosed: [\n",
         lambda text: "just a string\n",
         lambda text: "interactions: 3\n",
-        lambda text: text.replace("code: 200", "code: OK"),
-        lambda text: text.replace("    body:\n      string:", "    body:\n      text:", 1),
+        _status_not_a_number,
+        _first_body_without_string,
     ],
     ids=["truncated", "not-a-mapping", "bad-interactions", "bad-status", "no-body"],
 )
 def test_corrupt_cassette_names_the_file(recorded: pytest.Pytester, damage: object) -> None:
     path = cassette(recorded, "date", "prose", "cold")
-    path.write_text(damage(path.read_text()))  # type: ignore[operator]
+    text = path.read_text()
+    damaged = damage(text)  # type: ignore[operator]
+    assert damaged != text
+    path.write_text(damaged)
     result, _ = report(recorded, "-k", "date and prose and cold")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
