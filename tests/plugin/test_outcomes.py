@@ -46,7 +46,9 @@ def test_known_failures_are_xfailed_with_both_labels(
     # -x: a known failure is not a failure, so nothing stops the run.
     result, data = report(recorded, "-rxX", "-x", "--junitxml=junit.xml", *workers)
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=9, xfailed=191)
+    # The shipped card suite is 200 tests; the negative control passes on 7 of its 8 arms
+    # (not prose/schema) and every other test is a known failure in the baseline.
+    result.assert_outcomes(passed=7, xfailed=193)
     result.stdout.fnmatch_lines(
         [
             "XFAIL cases/cards.yaml::date[[]smollm2:135m-prose-cold[]] - "

@@ -56,11 +56,14 @@ def test_parse_failure_recovered_through_the_tool(recorded: pytest.Pytester) -> 
 
 def test_parse_failure_not_recovered(recorded: pytest.Pytester) -> None:
     # Without a baseline the failure is not a known one, so its full report is printed.
+    # The codeblock case: both its recorded prose replies and its recorded tool-channel replies
+    # (cold) ended on their own (done_reason stop). date's tool replies were cut at the token
+    # limit, which the judge calls truncated, not declined, and a reply cut off is not retried.
     (recorded.path / "cardprobe-baseline.json").unlink()
     compose_retry_cassette(
-        recorded, "date", "cold", first=BROKEN, retry_content="You can pick a date in a calendar."
+        recorded, "codeblock", "cold", first=BROKEN, retry_content="Slicing reverses a string."
     )
-    result, data = report(recorded, *SELECT)
+    result, data = report(recorded, "-k", "codeblock and retry and cold")
     test = only_test(data)
     assert test["status"] == "failed"
     assert [(s["route"], s["label"], s["failure"]) for s in test["samples"]] == [
