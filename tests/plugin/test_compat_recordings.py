@@ -53,7 +53,8 @@ def test_recordings_from_ollama_0_11_4_replay_with_their_verdicts(
 
 def test_shipped_recordings_come_from_todays_ollama() -> None:
     """Every shipped cassette was recorded on the newest Ollama that ``scripts/real-servers``
-    builds (its ``OLLAMA_LATEST``): ``pytest cases`` replays what a new user's Ollama says.
+    builds (its ``OLLAMA_LATEST``), of one model with one digest: ``pytest cases`` replays
+    what a new user's Ollama says.
     Bumping the constant without re-recording fails here; the 0.11.4 set above is the one
     kept from the release before."""
     from pytest_cardprobe.wire.cassettes.reading import read_cassette
@@ -65,7 +66,13 @@ def test_shipped_recordings_come_from_todays_ollama() -> None:
     for path in sorted((root / "cassettes").rglob("*.yaml")):
         meta = read_cassette(path).get("metadata", {}).get("cardprobe", {})
         server = meta.get("server") or {}
-        where = f"{server.get('kind', '?')} {server.get('version', '?')}"
+        model = meta.get("model") or {}
+        where = (
+            f"{server.get('kind', '?')} {server.get('version', '?')}, "
+            f"{model.get('name', '?')} {model.get('digest', '?')}"
+        )
         found.setdefault(where, []).append(path.relative_to(root).as_posix())
     assert sum(map(len, found.values())) >= 252  # cards.yaml 200 tests, tools.yaml 52
-    assert list(found) == [f"ollama {latest}"], {k: v[:3] for k, v in found.items()}
+    # One server and one model: a re-recording that mixed releases, models or digests fails.
+    assert len(found) == 1, {k: v[:3] for k, v in found.items()}
+    assert next(iter(found)).startswith(f"ollama {latest}, smollm2:135m "), list(found)

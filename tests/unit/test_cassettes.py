@@ -165,6 +165,17 @@ def test_a_truncated_json_cassette_is_corrupt_naming_the_line(tmp_path: Path) ->
         read_cassette(path)
 
 
+def test_a_cassette_number_too_long_to_read_is_corrupt(tmp_path: Path) -> None:
+    """JSON refuses it, the YAML reader then raises a plain ValueError: still a corrupt
+    cassette naming the file, not an internal error."""
+    path = tmp_path / "c.yaml"
+    text = save(path, cassette_dict(recorded_body(chat_request()), ollama_reply("ok")))
+    assert '"version": 1' in text
+    path.write_text(text.replace('"version": 1', '"version": ' + "1" * 5000, 1), encoding="utf-8")
+    with pytest.raises(CorruptCassette, match=r"corrupt cassette .*c\.yaml: a number has too many"):
+        read_cassette(path)
+
+
 def stream_reply(*parts: str) -> str:
     chunks = [{"message": {"role": "assistant", "content": p}, "done": False} for p in parts]
     chunks.append({"message": {"role": "assistant", "content": ""}, "done": True})

@@ -115,7 +115,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--baseline",
         metavar="PATH",
-        type=Path,
+        type=output_file,
         default=Path("cardprobe-baseline.json"),
         help="the baseline file (default: cardprobe-baseline.json)",
     )

@@ -71,6 +71,11 @@ def checked_cassette(
         raise CorruptCassette(
             f"corrupt cassette {shown(path)}: nested too deeply; re-record it: {hint}"
         ) from None
+    except ValueError as exc:
+        # A number longer than Python converts (YAML's reader raises this itself).
+        why = "a number has too many digits" if "digits" in str(exc) else "a value cannot be read"
+        message = f"corrupt cassette {shown(path)}: {why}; re-record it: {hint}"
+        raise CorruptCassette(message) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
