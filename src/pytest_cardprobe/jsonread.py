@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 #: JSON nested deeper than this is refused before ``json.loads`` could hit the recursion limit.
@@ -78,12 +79,32 @@ def lone_surrogate(value: Any, text: str | None = None) -> str | None:
     return None
 
 
+def long_number(text: str) -> tuple[int, str] | None:
+    """The line of the first number with more digits than Python converts to an int (its
+    reader then raises a ValueError that names a setting, not the place), and what to say."""
+    limit = sys.get_int_max_str_digits()
+    found = re.search(f"[0-9]{{{limit + 1},}}", text) if limit else None
+    if found is None:
+        return None
+    size = found.end() - found.start()
+    line = text.count("\n", 0, found.start()) + 1
+    return line, f"a number of {size:,} digits, more than the {limit:,} a number may have"
+
+
 def load_json(text: str) -> Any:
     """``json.loads`` that refuses deep nesting, non-finite numbers (``NaN``, ``Infinity``,
     and a float such as ``1e999`` that overflows) and lone surrogates with ValueError."""
     if too_deep(text):
         raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
-    value = _STRICT.decode(text)
+    try:
+        value = _STRICT.decode(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        long = long_number(text)
+        if long is None:
+            raise
+        raise ValueError(f"line {long[0]}: {long[1]}") from None
     bad = lone_surrogate(value, text)
     if bad:
         raise ValueError(f"a string holds a lone surrogate ({bad}), which is not text")

@@ -78,3 +78,13 @@ def test_server_figures_are_finite_whatever_numbers_come(
     figures = server_figures({"final": {**counts, "timings": timings}})
     assert all(isinstance(v, float) and abs(v) <= sys.float_info.max for v in figures.values())
     assert json.loads(json.dumps(figures, allow_nan=False)) == figures
+
+
+def test_a_report_or_baseline_number_too_long_to_read_names_its_line() -> None:
+    """Python's own error names a setting (sys.set_int_max_str_digits), not the place."""
+    from pytest_cardprobe.jsonread import load_json
+
+    text = '{\n  "arms": [],\n  "count": ' + "7" * 5000 + "\n}"
+    with pytest.raises(ValueError, match=r"^line 3: a number of 5,000 digits, more than the 4,300"):
+        load_json(text)
+    assert load_json('{"count": ' + "7" * 4300 + "}")["count"] > 0

@@ -14,7 +14,6 @@ import codecs
 import json
 import math
 import re
-import sys
 from bisect import bisect_left
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from pytest_cardprobe.jsonread import long_number
 from pytest_cardprobe.suite.errors import KeyPath, SuiteError, describe, format_key, json_path
 
 __all__ = ["LOADER", "decode_utf8", "parse_json", "parse_yaml"]
@@ -229,7 +229,7 @@ def parse_json(path: Path, text: str) -> tuple[Any, dict[KeyPath, int]]:
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         problem = str(getattr(exc, "msg", exc)).splitlines()[0]
-        if line is None and (long := _long_number(text)) is not None:
+        if line is None and (long := long_number(text)) is not None:
             line, problem = long  # Python's own words name a setting, not the line
         raise SuiteError(path, f"not valid JSON: {problem}", line=line) from None
     try:
@@ -237,17 +237,6 @@ def parse_json(path: Path, text: str) -> tuple[Any, dict[KeyPath, int]]:
     except RecursionError:
         raise SuiteError(path, "JSON is nested too deeply") from None
     return data, lines
-
-
-def _long_number(text: str) -> tuple[int, str] | None:
-    """The line and description of a number with more digits than Python converts."""
-    limit = sys.get_int_max_str_digits()
-    found = re.search(f"[0-9]{{{limit + 1},}}", text) if limit else None
-    if found is None:
-        return None
-    size = found.end() - found.start()
-    line = text.count("\n", 0, found.start()) + 1
-    return line, f"a number of {size:,} digits, more than the {limit:,} a number may have"
 
 
 class _JsonLines:

@@ -33,23 +33,17 @@ def safe_model_name(model: str) -> str:
 
 
 def _folder_inside(folder: str, root: str) -> bool:
-    known = _EXISTING.get((folder, root))
-    if known is not None:
-        return known
     if os.path.isabs(folder) and os.path.isdir(folder):
-        # An existing folder is resolved once per session, and then not looked at again: a
-        # run has a folder per suite and model, and resolving costs a system call per path
-        # component. (A folder swapped for a link during the session is not noticed.)
-        if len(_EXISTING) >= 1024:
-            _EXISTING.clear()
-        _EXISTING[(folder, root)] = known = _resolved_inside(folder, root)
-        return known
+        # An existing folder is resolved once per session: a run has a folder per suite and
+        # model, and resolving costs a system call per path component. (A folder swapped
+        # for a link during the session is not noticed.)
+        return _existing_folder_inside(folder, root)
     return _resolved_inside(folder, root)
 
 
-#: Existing folders already checked: (folder, root) -> inside. A folder not there yet is
-#: checked again on every call, so the first cassette written into it is checked as made.
-_EXISTING: dict[tuple[str, str], bool] = {}
+@functools.lru_cache(maxsize=1024)
+def _existing_folder_inside(folder: str, root: str) -> bool:
+    return _resolved_inside(folder, root)
 
 
 def _resolved_inside(folder: str, root: str) -> bool:

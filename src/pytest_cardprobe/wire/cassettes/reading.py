@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, FileRefused, read_capped, shown
-from pytest_cardprobe.jsonread import MAX_JSON_DEPTH, too_deep
+from pytest_cardprobe.jsonread import MAX_JSON_DEPTH, long_number, too_deep
 from pytest_cardprobe.wire.body import parsed_body
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, VCR_VERSION
 from pytest_cardprobe.wire.errors import CassetteProblem, CorruptCassette, NotRecorded
@@ -71,9 +71,10 @@ def checked_cassette(
         raise CorruptCassette(
             f"corrupt cassette {shown(path)}: nested too deeply; re-record it: {hint}"
         ) from None
-    except ValueError as exc:
+    except ValueError:
         # A number longer than Python converts (YAML's reader raises this itself).
-        why = "a number has too many digits" if "digits" in str(exc) else "a value cannot be read"
+        long = long_number(text)
+        why = f"line {long[0]}: {long[1]}" if long else "a value cannot be read"
         message = f"corrupt cassette {shown(path)}: {why}; re-record it: {hint}"
         raise CorruptCassette(message) from None
     except yaml.YAMLError as exc:
