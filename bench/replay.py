@@ -12,6 +12,10 @@ interleaved, ``--repeat`` rounds after an untimed warm-up that fills a bytecode 
 prints Markdown: machine, runs (wall, CPU, peak RSS, load), ratios round by round, and the
 plugin's per-test cost by stage, in-process. ``--against SRC`` adds both replays run with the
 package in SRC (the code before a change) to every round, so a change is timed interleaved.
+``--floor`` adds both replays with every test's ``Runtime.run`` answered by the result it gave
+in a warm-up (``replay-floor``, ``first-floor``): the same items, outcomes and reports with
+none of the plugin's replay work, so ``replay / replay-floor`` is that work's share and
+``replay-floor / bare`` what pytest spends on such items whatever the plugin does.
 """
 
 # Markdown tables use the multiplication sign and the en dash.
@@ -56,6 +60,9 @@ TARGETS = {
     # With --against SRC: the same replays with the package from SRC (the code before a change).
     "replay-against": ("replay", ("cases",), "`replay` with the package from --against"),
     "first-against": ("first", ("cases",), "`first` with the package from --against"),
+    # With --floor: each test's Runtime.run answered by the result it gave in a warm-up.
+    "replay-floor": ("replay", ("cases", "-p", "cardprobe_floor"), "`replay`, results given"),
+    "first-floor": ("first", ("cases", "-p", "cardprobe_floor"), "`first`, results given"),
 }
 RATIOS = (
     ("replay", "bare"),
@@ -69,7 +76,47 @@ RATIOS = (
     ("first", "first-against"),
     ("replay-against", "bare"),
     ("first-against", "bare"),
+    ("replay", "replay-floor"),
+    ("first", "first-floor"),
+    ("replay-floor", "bare"),
+    ("first-floor", "bare"),
 )
+# The plugin of the floor runs (``-p cardprobe_floor``): with CARDPROBE_FLOOR=record it keeps
+# what each test's Runtime.run returned; with serve it returns that and does nothing else.
+FLOOR_PLUGIN = """\
+import os
+import pickle
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    from pytest_cardprobe.run import runtime
+
+    real, path = runtime.Runtime.run, os.environ["CARDPROBE_FLOOR_FILE"]
+    if os.environ["CARDPROBE_FLOOR"] == "record":
+        kept = config.cardprobe_floor = {}
+
+        def run(self, probe, samples, nodeid, *args, **kwargs):
+            kept[nodeid] = result = real(self, probe, samples, nodeid, *args, **kwargs)
+            return result
+    else:
+        with open(path, "rb") as file:
+            kept = pickle.load(file)
+
+        def run(self, probe, samples, nodeid, *args, **kwargs):
+            return kept[nodeid]
+
+    runtime.Runtime.run = run
+
+
+def pytest_unconfigure(config):
+    kept = getattr(config, "cardprobe_floor", None)
+    if kept is not None:
+        with open(os.environ["CARDPROBE_FLOOR_FILE"], "wb") as file:
+            pickle.dump(kept, file)
+"""
 PROSE = (
     "I'm sorry for any confusion, but as an AI designed to assist with creative ideas and "
     "suggestions, I can only describe it. If you tell me a little more about what you need, "
@@ -536,6 +583,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time the replays with the package in SRC (another checkout's src/, e.g. "
         "the code before a change), interleaved with the rest in every round",
     )
+    add(
+        "--floor",
+        action="store_true",
+        help="also time the replays with every test's result given (the plugin's replay work "
+        "left out): what pytest alone spends on the same items and outcomes",
+    )
     add("--keep", type=Path, metavar="DIR", help="build in DIR and keep it")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))  # a clean checkout runs without installing
@@ -550,6 +603,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.against:
         other = {**env, "PYTHONPATH": str(args.against.resolve())}
         envs = {"replay-against": other, "first-against": other}
+    if args.floor:
+        (root / "floor").mkdir(parents=True, exist_ok=True)
+        (root / "floor" / "cardprobe_floor.py").write_text(FLOOR_PLUGIN)
+        for which in ("replay", "first"):
+            path = os.pathsep.join([str(root / "floor"), env["PYTHONPATH"]])
+            kept = str(root / "floor" / f"{which}.pickle")
+            floor = {"PYTHONPATH": path, "CARDPROBE_FLOOR_FILE": kept, "CARDPROBE_FLOOR": "serve"}
+            envs[f"{which}-floor"] = {**env, **floor}
     info: dict[str, Any] = {"argv": sys.argv[1:] if argv is None else list(argv), "outcome": {}}
     info["uptime"] = uptime()
     replays = {"baseline": ["replay"], "first": ["first"], None: ["replay", "first"]}[args.only]
@@ -580,12 +641,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_bare(root / "bare" / TARGETS[bare[which]][1][0], tests, warm["counts"])
             names += [which, bare[which]]
         names += [f"{w}-against" for w in replays if args.against]
+        names += [f"{w}-floor" for w in replays if args.floor]
         names = [n for n in TARGETS if n in names] + (["collect"] if args.collect else [])
         write_bare(root / "bare" / "test_bare.py", tests, {})
         for which in names:  # warm-ups: the bytecode cache of their modules
             if which not in replays:
+                if which.endswith("-floor"):  # first keep each test's result, then serve it
+                    timed(which, root, {**envs[which], "CARDPROBE_FLOOR": "record"}, tests)
                 warm = timed(which, root, envs.get(which, env), tests)
-                mine = which.removesuffix("-against")
+                mine = which.removesuffix("-against").removesuffix("-floor")
                 if mine != which and warm["counts"] != info["counts"][mine]:  # same verdicts
                     raise SystemExit(f"{which}: other outcomes than {mine}: {warm['counts']}")
         runs = []

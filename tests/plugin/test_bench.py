@@ -9,7 +9,9 @@ the tables it prints. It times nothing: the figures it prints are not asserted.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +38,7 @@ def outcome(out: str, which: str) -> dict[str, int]:
 
 def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: Path) -> None:
     keep = tmp_path / "bench"
-    out = bench("--repeat", "1", "--per-test", "3", "--keep", str(keep))
+    out = bench("--repeat", "1", "--per-test", "3", "--floor", "--keep", str(keep))
     # 25 cases x 8 arms (prose cold/history/seeded/schema, tool and retry cold/history), one
     # cassette each, every one replayed cleanly (the script stops on "not recorded", "stale"
     # or "corrupt"): against the baseline it recorded, failures are known (xfailed); without
@@ -61,6 +63,25 @@ def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: P
     for ratio in ("replay / bare", "replay / bare-xfail", "first / bare", "first / bare-fail"):
         assert re.search(rf"\| {ratio} \| \*\*\d+\.\d\d\u00d7\*\* \|", out), ratio
     assert re.search(r"\| \*\*`Runtime.run` as a whole\*\*.* \| \d+\.\d\d \|", out)
+    # --floor: the same runs with each test's result given, none of the replay work done.
+    for ratio in ("replay / replay-floor", "first / first-floor", "replay-floor / bare"):
+        assert re.search(rf"\| {ratio} \| \*\*\d+\.\d\d\u00d7\*\* \|", out), ratio
+    floor = keep / "floor"
+    assert sorted(p.name for p in floor.glob("*.pickle")) == ["first.pickle", "replay.pickle"]
+    # Proof that a floor run asks nothing: without a single cassette it has the same outcome.
+    shutil.rmtree(keep / "replay" / "cassettes")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(floor), str(ROOT / "src")]),
+        "CARDPROBE_FLOOR": "serve",
+        "CARDPROBE_FLOOR_FILE": str(floor / "replay.pickle"),
+    }
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "cardprobe_floor"]
+    proc = subprocess.run(
+        [*cmd, "cases"], cwd=keep / "replay", env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{with_baseline['passed']} passed, {with_baseline['xfailed']} xfailed" in proc.stdout
 
 
 def test_the_replay_bench_keeps_the_four_arm_matrix_of_the_earlier_figures() -> None:
