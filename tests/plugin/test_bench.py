@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,20 +68,74 @@ def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: P
         assert re.search(rf"\| {ratio} \| \*\*\d+\.\d\d\u00d7\*\* \|", out), ratio
     floor = keep / "floor"
     assert sorted(p.name for p in floor.glob("*.pickle")) == ["first.pickle", "replay.pickle"]
-    # Proof that a floor run asks nothing: without a single cassette it has the same outcome.
-    shutil.rmtree(keep / "replay" / "cassettes")
+    # A floor run reads no cassette (an audit hook counts every file opened in the project's
+    # cassette folder, shown counting in the real run) and reports what the real run reports.
+    (tmp_path / "opens.py").write_text(OPEN_COUNTER)
+    for which in ("first", "replay"):
+        real = floor_run(keep, which, tmp_path, serve=False)
+        given = floor_run(keep, which, tmp_path, serve=True)
+        assert real["opens"] >= 200 and given["opens"] == 0, (which, real["opens"], given["opens"])
+        assert real["report"] == given["report"], which  # the JSON report, byte for byte
+    assert with_baseline == counts_of(given["stdout"])
+
+
+#: A plugin for the floor check: counts files opened in the project's cassette folder (Python's
+#: audit hook sees builtins.open and os.open) and writes the count at the session's end.
+OPEN_COUNTER = """\
+import os
+import sys
+
+OPENED = []
+
+
+FOLDER = os.path.join(os.environ["CASSETTES_DIR"], "")
+
+
+def _audit(event, args):
+    if event == "open" and isinstance(args[0], (str, os.PathLike)):
+        if os.path.abspath(os.fspath(args[0])).startswith(FOLDER):
+            OPENED.append(args[0])
+
+
+sys.addaudithook(_audit)
+
+
+def pytest_unconfigure(config):
+    with open(os.environ["OPENS_FILE"], "w") as file:
+        file.write(str(len(OPENED)))
+"""
+
+
+def floor_run(keep: Path, which: str, tmp: Path, serve: bool) -> dict[str, Any]:
+    """``pytest cases`` in the bench's ``which`` project, with the floor plugin serving each
+    test's kept result (``serve``) or not loaded, and the open counter: its stdout, the
+    JSON report and the number of cassette files opened."""
+    floor, name = keep / "floor", f"{which}-{'floor' if serve else 'real'}"
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(floor), str(ROOT / "src")]),
+        "PYTHONPATH": os.pathsep.join([str(tmp), str(floor), str(ROOT / "src")]),
         "CARDPROBE_FLOOR": "serve",
-        "CARDPROBE_FLOOR_FILE": str(floor / "replay.pickle"),
+        "CARDPROBE_FLOOR_FILE": str(floor / f"{which}.pickle"),
+        "OPENS_FILE": str(tmp / f"{name}.opens"),
+        "CASSETTES_DIR": str((keep / which / "cassettes").resolve()),
     }
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "cardprobe_floor"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "opens"]
+    cmd += ["-p", "cardprobe_floor"] if serve else []
+    cmd += ["cases", "--cardprobe-json", str(tmp / f"{name}.json")]
     proc = subprocess.run(
-        [*cmd, "cases"], cwd=keep / "replay", env=env, capture_output=True, text=True, timeout=300
+        cmd, cwd=keep / which, env=env, capture_output=True, text=True, timeout=300
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"{with_baseline['passed']} passed, {with_baseline['xfailed']} xfailed" in proc.stdout
+    assert proc.returncode == (1 if which == "first" else 0), proc.stdout + proc.stderr
+    return {
+        "stdout": proc.stdout,
+        "report": (tmp / f"{name}.json").read_bytes(),
+        "opens": int((tmp / f"{name}.opens").read_text()),
+    }
+
+
+def counts_of(stdout: str) -> dict[str, int]:
+    last = stdout.strip().splitlines()[-1]
+    return {what: int(n) for n, what in re.findall(r"(\d+) (passed|failed|xfailed)", last)}
 
 
 def test_the_replay_bench_keeps_the_four_arm_matrix_of_the_earlier_figures() -> None:
