@@ -22,12 +22,13 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def names_a_folder(text: str) -> bool:
-    """True when a path as typed can only name a folder: it ends with a separator (``out/``).
-
-    ``Path("out/")`` drops the slash, so a file called ``out`` would be written instead.
-    """
-    return text.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep))
+def folder_typed(text: str) -> str | None:
+    """Why a path given for a file can only name a folder (it ends with a separator,
+    ``out/``), or None. ``Path("out/")`` drops the slash, so a file called ``out`` would be
+    read or written instead."""
+    if text.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep)):
+        return f"wants a file path, got {text!r}, which names a folder"
+    return None
 
 
 def _temporary(path: Path) -> tuple[int, str]:

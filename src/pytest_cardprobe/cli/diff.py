@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_cardprobe.cli import output_file
+from pytest_cardprobe.cli import file_arg
 
 if TYPE_CHECKING:
     from pytest_cardprobe.score.gate import Gate
@@ -34,7 +34,7 @@ def main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("old", metavar="OLD.json", type=Path)
     parser.add_argument("new", metavar="NEW.json", type=Path)
-    parser.add_argument("--md", metavar="PATH", type=output_file, help="also write it as Markdown")
+    parser.add_argument("--md", metavar="PATH", type=file_arg, help="also write it as Markdown")
     parser.add_argument(
         "--noise-floor",
         metavar="K",

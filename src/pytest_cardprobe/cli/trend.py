@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_cardprobe.cli import output_file
+from pytest_cardprobe.cli import file_arg
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, write_atomically
 from pytest_cardprobe.types import escape_control
 
@@ -110,12 +110,12 @@ def main(argv: Sequence[str]) -> int:
         description="Per arm: pass rate and adoption in every committed version of the baseline.",
     )
     parser.add_argument("--since", metavar="REV", help="only the commits after REV")
-    parser.add_argument("--html", metavar="PATH", type=output_file, help="also write an HTML page")
-    parser.add_argument("--md", metavar="PATH", type=output_file, help="also write it as Markdown")
+    parser.add_argument("--html", metavar="PATH", type=file_arg, help="also write an HTML page")
+    parser.add_argument("--md", metavar="PATH", type=file_arg, help="also write it as Markdown")
     parser.add_argument(
         "--baseline",
         metavar="PATH",
-        type=output_file,
+        type=file_arg,
         default=Path("cardprobe-baseline.json"),
         help="the baseline file (default: cardprobe-baseline.json)",
     )

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from pytest_cardprobe.files import MB, names_a_folder
+from pytest_cardprobe.files import MB, folder_typed
 from pytest_cardprobe.run.settings import DEFAULT_PORT
 from pytest_cardprobe.types import model_problem
 
@@ -80,10 +80,11 @@ def path_text(value: str) -> str:
 
 
 def file_path_text(value: str) -> str:
-    """A path of a file to write: :func:`path_text`, and not one typed as a folder."""
+    """A path of a file (the baseline, a report): :func:`path_text`, not typed as a folder."""
     path_text(value)
-    if names_a_folder(value):
-        raise ValueError(f"wants a file path, got {value!r}, which names a folder")
+    problem = folder_typed(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
