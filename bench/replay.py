@@ -16,6 +16,11 @@ package in SRC (the code before a change) to every round, so a change is timed i
 in a warm-up (``replay-floor``, ``first-floor``): the same items, outcomes and reports with
 none of the plugin's replay work, so ``replay / replay-floor`` is that work's share and
 ``replay-floor / bare`` what pytest spends on such items whatever the plugin does.
+``--indexed`` adds ``first`` and ``bare-fail`` with pytest's own failure summary made linear
+(``first-indexed``, ``bare-fail-indexed``): pytest finds each failure's teardown report by
+scanning every passed setup and teardown report of the session, once per failure
+(pytest-dev/pytest#13360); a throwaway plugin indexes them once. It changes what pytest does,
+not the plugin, and prints the same; it is how much of a first run that scan is.
 """
 
 # Markdown tables use the multiplication sign and the en dash.
@@ -63,6 +68,19 @@ TARGETS = {
     # With --floor: each test's Runtime.run answered by the result it gave in a warm-up.
     "replay-floor": ("replay", ("cases", "-p", "cardprobe_floor"), "`replay`, results given"),
     "first-floor": ("first", ("cases", "-p", "cardprobe_floor"), "`first`, results given"),
+    # With --indexed: pytest's failure summary finds teardown reports through an index.
+    "first-indexed": ("first", ("cases", "-p", "cardprobe_indexed"), "`first`, pytest indexed"),
+    "bare-fail-indexed": (
+        "bare",
+        ("test_bare_fail.py", "-p", "cardprobe_indexed"),
+        "`bare-fail`, pytest indexed",
+    ),
+}
+# Runs whose outcomes must be those of a replay's warm-up (bare-fail was written from first's).
+SAME_OUTCOMES = {
+    **{f"{w}-{how}": w for w in ("replay", "first") for how in ("against", "floor")},
+    "first-indexed": "first",
+    "bare-fail-indexed": "first",
 }
 RATIOS = (
     ("replay", "bare"),
@@ -80,6 +98,10 @@ RATIOS = (
     ("first", "first-floor"),
     ("replay-floor", "bare"),
     ("first-floor", "bare"),
+    ("first", "first-indexed"),
+    ("bare-fail", "bare-fail-indexed"),
+    ("first-indexed", "bare"),
+    ("bare-fail-indexed", "bare"),
 )
 # The plugin of the floor runs (``-p cardprobe_floor``): with CARDPROBE_FLOOR=record it keeps
 # what each test's Runtime.run returned; with serve it returns that and does nothing else.
@@ -116,6 +138,44 @@ def pytest_unconfigure(config):
     if kept is not None:
         with open(os.environ["CARDPROBE_FLOOR_FILE"], "wb") as file:
             pickle.dump(kept, file)
+"""
+# The plugin of the indexed runs (``-p cardprobe_indexed``), bench only: it replaces a private
+# method of pytest's terminal reporter, which the plugin itself never does. pytest 9.2's
+# method keeps the reports whose ``when`` is "teardown" and whose ``id`` is the failure's,
+# scanning ``getreports("")`` (every passed setup and teardown report) once per failure;
+# this builds that mapping on the first call. CARDPROBE_INDEXED=check also runs pytest's own
+# method on every call and counts the calls whose two lists differ; CARDPROBE_INDEXED_FILE
+# gets both counts.
+INDEXED_PLUGIN = """\
+import os
+
+from _pytest.terminal import TerminalReporter
+
+original = TerminalReporter._get_teardown_reports
+calls, differ = [], []
+
+
+def _get_teardown_reports(self, node_id):
+    index = self.__dict__.get("_cardprobe_bench_index")
+    if index is None:
+        index = self._cardprobe_bench_index = {}
+        for report in self.getreports(""):
+            if report.when == "teardown":
+                index.setdefault(report.id, []).append(report)
+    found = index.get(node_id, [])
+    if os.environ.get("CARDPROBE_INDEXED") == "check" and found != original(self, node_id):
+        differ.append(node_id)
+    calls.append(node_id)
+    return found
+
+
+TerminalReporter._get_teardown_reports = _get_teardown_reports
+
+
+def pytest_unconfigure(config):
+    if os.environ.get("CARDPROBE_INDEXED_FILE"):
+        with open(os.environ["CARDPROBE_INDEXED_FILE"], "w") as file:
+            file.write(f"{len(calls)} calls, {len(differ)} differ")
 """
 PROSE = (
     "I'm sorry for any confusion, but as an AI designed to assist with creative ideas and "
@@ -589,6 +649,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time the replays with every test's result given (the plugin's replay work "
         "left out): what pytest alone spends on the same items and outcomes",
     )
+    add(
+        "--indexed",
+        action="store_true",
+        help="also time `first` and `bare-fail` with pytest's failure summary finding "
+        "teardown reports through an index instead of a scan per failure (pytest#13360)",
+    )
     add("--keep", type=Path, metavar="DIR", help="build in DIR and keep it")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO / "src"))  # a clean checkout runs without installing
@@ -611,6 +677,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             kept = str(root / "floor" / f"{which}.pickle")
             floor = {"PYTHONPATH": path, "CARDPROBE_FLOOR_FILE": kept, "CARDPROBE_FLOOR": "serve"}
             envs[f"{which}-floor"] = {**env, **floor}
+    if args.indexed:
+        (root / "indexed").mkdir(parents=True, exist_ok=True)
+        (root / "indexed" / "cardprobe_indexed.py").write_text(INDEXED_PLUGIN)
+        path = os.pathsep.join([str(root / "indexed"), env["PYTHONPATH"]])
+        for which in ("first-indexed", "bare-fail-indexed"):
+            envs[which] = {**env, "PYTHONPATH": path}
     info: dict[str, Any] = {"argv": sys.argv[1:] if argv is None else list(argv), "outcome": {}}
     info["uptime"] = uptime()
     replays = {"baseline": ["replay"], "first": ["first"], None: ["replay", "first"]}[args.only]
@@ -642,6 +714,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             names += [which, bare[which]]
         names += [f"{w}-against" for w in replays if args.against]
         names += [f"{w}-floor" for w in replays if args.floor]
+        if args.indexed and "first" in replays:
+            names += ["first-indexed", "bare-fail-indexed"]
         names = [n for n in TARGETS if n in names] + (["collect"] if args.collect else [])
         write_bare(root / "bare" / "test_bare.py", tests, {})
         for which in names:  # warm-ups: the bytecode cache of their modules
@@ -649,8 +723,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if which.endswith("-floor"):  # first keep each test's result, then serve it
                     timed(which, root, {**envs[which], "CARDPROBE_FLOOR": "record"}, tests)
                 warm = timed(which, root, envs.get(which, env), tests)
-                mine = which.removesuffix("-against").removesuffix("-floor")
-                if mine != which and warm["counts"] != info["counts"][mine]:  # same verdicts
+                mine = SAME_OUTCOMES.get(which)
+                if mine and warm["counts"] != info["counts"][mine]:  # same verdicts
                     raise SystemExit(f"{which}: other outcomes than {mine}: {warm['counts']}")
         runs = []
         for round_ in range(args.repeat):

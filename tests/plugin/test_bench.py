@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ def outcome(out: str, which: str) -> dict[str, int]:
 
 def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: Path) -> None:
     keep = tmp_path / "bench"
-    out = bench("--repeat", "1", "--per-test", "3", "--floor", "--keep", str(keep))
+    out = bench("--repeat", "1", "--per-test", "3", "--floor", "--indexed", "--keep", str(keep))
     # 25 cases x 8 arms (prose cold/history/seeded/schema, tool and retry cold/history), one
     # cassette each, every one replayed cleanly (the script stops on "not recorded", "stale"
     # or "corrupt"): against the baseline it recorded, failures are known (xfailed); without
@@ -77,6 +78,26 @@ def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: P
         assert real["opens"] >= 200 and given["opens"] == 0, (which, real["opens"], given["opens"])
         assert real["report"] == given["report"], which  # the JSON report, byte for byte
     assert with_baseline == counts_of(given["stdout"])
+    # --indexed: first and bare-fail with pytest's teardown-report lookup indexed; checked
+    # here against pytest's own lookup on every call, and printing what the real run prints.
+    for ratio in ("first / first-indexed", "bare-fail / bare-fail-indexed", "first-indexed / bare"):
+        assert re.search(rf"\| {ratio} \| \*\*\d+\.\d\d\u00d7\*\* \|", out), ratio
+    indexed = keep / "indexed"
+    checked = project_run(
+        keep,
+        "first",
+        tmp_path,
+        "first-indexed",
+        ("cardprobe_indexed",),
+        [indexed],
+        CARDPROBE_INDEXED="check",
+        CARDPROBE_INDEXED_FILE=str(tmp_path / "indexed.calls"),
+    )
+    plain = project_run(keep, "first", tmp_path, "first-plain")
+    # One lookup per failure, each giving what pytest's own scan gives.
+    assert (tmp_path / "indexed.calls").read_text() == f"{first['failed']} calls, 0 differ"
+    assert checked["report"] == plain["report"]
+    assert untimed(checked["stdout"]) == untimed(plain["stdout"])
 
 
 #: A plugin for the floor check: counts files opened in the project's cassette folder (Python's
@@ -107,20 +128,42 @@ def pytest_unconfigure(config):
 
 
 def floor_run(keep: Path, which: str, tmp: Path, serve: bool) -> dict[str, Any]:
-    """``pytest cases`` in the bench's ``which`` project, with the floor plugin serving each
-    test's kept result (``serve``) or not loaded, and the open counter: its stdout, the
-    JSON report and the number of cassette files opened."""
-    floor, name = keep / "floor", f"{which}-{'floor' if serve else 'real'}"
+    """``pytest cases`` in the bench's ``which`` project with the floor plugin serving each
+    test's kept result (``serve``) or not loaded (see :func:`project_run`)."""
+    floor = keep / "floor"
+    return project_run(
+        keep,
+        which,
+        tmp,
+        f"{which}-{'floor' if serve else 'real'}",
+        ("cardprobe_floor",) if serve else (),
+        [floor],
+        CARDPROBE_FLOOR="serve",
+        CARDPROBE_FLOOR_FILE=str(floor / f"{which}.pickle"),
+    )
+
+
+def project_run(
+    keep: Path,
+    which: str,
+    tmp: Path,
+    name: str,
+    plugins: tuple[str, ...] = (),
+    path: Sequence[Path] = (),
+    **extra: str,
+) -> dict[str, Any]:
+    """``pytest cases`` in the bench's ``which`` project with ``plugins`` (found on ``path``)
+    and the open counter: its stdout, the JSON report and the number of cassette files
+    opened."""
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(tmp), str(floor), str(ROOT / "src")]),
-        "CARDPROBE_FLOOR": "serve",
-        "CARDPROBE_FLOOR_FILE": str(floor / f"{which}.pickle"),
+        "PYTHONPATH": os.pathsep.join([str(tmp), *map(str, path), str(ROOT / "src")]),
         "OPENS_FILE": str(tmp / f"{name}.opens"),
         "CASSETTES_DIR": str((keep / which / "cassettes").resolve()),
+        **extra,
     }
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "opens"]
-    cmd += ["-p", "cardprobe_floor"] if serve else []
+    cmd += [arg for plugin in plugins for arg in ("-p", plugin)]
     cmd += ["cases", "--cardprobe-json", str(tmp / f"{name}.json")]
     proc = subprocess.run(
         cmd, cwd=keep / which, env=env, capture_output=True, text=True, timeout=300
@@ -131,6 +174,11 @@ def floor_run(keep: Path, which: str, tmp: Path, serve: bool) -> dict[str, Any]:
         "report": (tmp / f"{name}.json").read_bytes(),
         "opens": int((tmp / f"{name}.opens").read_text()),
     }
+
+
+def untimed(stdout: str) -> str:
+    """pytest's output without the run's duration (the only line that differs)."""
+    return re.sub(r" in \d+\.\d+s", "", stdout)
 
 
 def counts_of(stdout: str) -> dict[str, int]:
