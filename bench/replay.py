@@ -19,8 +19,9 @@ none of the plugin's replay work, so ``replay / replay-floor`` is that work's sh
 ``--indexed`` adds ``first`` and ``bare-fail`` with pytest's own failure summary made linear
 (``first-indexed``, ``bare-fail-indexed``): pytest finds each failure's teardown report by
 scanning every passed setup and teardown report of the session, once per failure
-(pytest-dev/pytest#13360); a throwaway plugin indexes them once. It changes what pytest does,
-not the plugin, and prints the same; it is how much of a first run that scan is.
+(``TerminalReporter._get_teardown_reports`` in pytest 9.2); a throwaway plugin indexes them
+once. It changes what pytest does, not the plugin, and prints the same: it shows how much of
+a first run that scan is.
 """
 
 # Markdown tables use the multiplication sign and the en dash.
@@ -653,7 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--indexed",
         action="store_true",
         help="also time `first` and `bare-fail` with pytest's failure summary finding "
-        "teardown reports through an index instead of a scan per failure (pytest#13360)",
+        "teardown reports through an index instead of a scan per failure",
     )
     add("--keep", type=Path, metavar="DIR", help="build in DIR and keep it")
     args = parser.parse_args(argv)
