@@ -102,6 +102,7 @@ RATIOS = (
     ("first", "first-indexed"),
     ("bare-fail", "bare-fail-indexed"),
     ("first-indexed", "bare"),
+    ("first-indexed", "bare-fail-indexed"),
     ("bare-fail-indexed", "bare"),
 )
 # The plugin of the floor runs (``-p cardprobe_floor``): with CARDPROBE_FLOOR=record it keeps
@@ -144,9 +145,9 @@ def pytest_unconfigure(config):
 # method of pytest's terminal reporter, which the plugin itself never does. pytest 9.2's
 # method keeps the reports whose ``when`` is "teardown" and whose ``id`` is the failure's,
 # scanning ``getreports("")`` (every passed setup and teardown report) once per failure;
-# this builds that mapping on the first call. CARDPROBE_INDEXED=check also runs pytest's own
-# method on every call and counts the calls whose two lists differ; CARDPROBE_INDEXED_FILE
-# gets both counts.
+# this builds that mapping on the first call (``indexed``, what the timed runs use). With
+# CARDPROBE_INDEXED=check each call also runs pytest's own method and compares what the two
+# return; CARDPROBE_INDEXED_FILE gets the number of calls and of those that differ.
 INDEXED_PLUGIN = """\
 import os
 
@@ -156,25 +157,30 @@ original = TerminalReporter._get_teardown_reports
 calls, differ = [], []
 
 
-def _get_teardown_reports(self, node_id):
+def indexed(self, node_id):
     index = self.__dict__.get("_cardprobe_bench_index")
     if index is None:
         index = self._cardprobe_bench_index = {}
         for report in self.getreports(""):
             if report.when == "teardown":
                 index.setdefault(report.id, []).append(report)
-    found = index.get(node_id, [])
-    if os.environ.get("CARDPROBE_INDEXED") == "check" and found != original(self, node_id):
-        differ.append(node_id)
+    return index.get(node_id, [])
+
+
+def checked(self, node_id):
+    found = indexed(self, node_id)
     calls.append(node_id)
+    if found != original(self, node_id):
+        differ.append(node_id)
     return found
 
 
-TerminalReporter._get_teardown_reports = _get_teardown_reports
+CHECK = os.environ.get("CARDPROBE_INDEXED") == "check"
+TerminalReporter._get_teardown_reports = checked if CHECK else indexed
 
 
 def pytest_unconfigure(config):
-    if os.environ.get("CARDPROBE_INDEXED_FILE"):
+    if CHECK:
         with open(os.environ["CARDPROBE_INDEXED_FILE"], "w") as file:
             file.write(f"{len(calls)} calls, {len(differ)} differ")
 """
@@ -658,11 +664,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add("--keep", type=Path, metavar="DIR", help="build in DIR and keep it")
     args = parser.parse_args(argv)
+    if args.indexed and args.only == "baseline":
+        parser.error("--indexed times runs without a baseline; it cannot go with --only baseline")
     sys.path.insert(0, str(REPO / "src"))  # a clean checkout runs without installing
     root = args.keep.resolve() if args.keep else Path(tempfile.mkdtemp(prefix="cardprobe-bench-"))
     tags = ("7b", "1.5b", "latest", "30b-a3b-q4_K_M", "135m")
     models = [f"bench-model-{i:02d}:{tags[i % 5]}" for i in range(1, args.models + 1)]
-    skip = ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+    skip = ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "CARDPROBE_FLOOR")
+    skip += ("CARDPROBE_FLOOR_FILE", "CARDPROBE_INDEXED", "CARDPROBE_INDEXED_FILE")
     env = {k: v for k, v in os.environ.items() if k not in skip}
     env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])

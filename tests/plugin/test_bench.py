@@ -8,6 +8,7 @@ the tables it prints. It times nothing: the figures it prints are not asserted.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -80,7 +81,8 @@ def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: P
     assert with_baseline == counts_of(given["stdout"])
     # --indexed: first and bare-fail with pytest's teardown-report lookup indexed; checked
     # here against pytest's own lookup on every call, and printing what the real run prints.
-    for ratio in ("first / first-indexed", "bare-fail / bare-fail-indexed", "first-indexed / bare"):
+    ratios = ("first / first-indexed", "bare-fail / bare-fail-indexed", "first-indexed / bare")
+    for ratio in (*ratios, "first-indexed / bare-fail-indexed", "bare-fail-indexed / bare"):
         assert re.search(rf"\| {ratio} \| \*\*\d+\.\d\d\u00d7\*\* \|", out), ratio
     indexed = keep / "indexed"
     checked = project_run(
@@ -94,10 +96,89 @@ def test_the_replay_bench_runs_every_arm_with_and_without_a_baseline(tmp_path: P
         CARDPROBE_INDEXED_FILE=str(tmp_path / "indexed.calls"),
     )
     plain = project_run(keep, "first", tmp_path, "first-plain")
-    # One lookup per failure, each giving what pytest's own scan gives.
+    # One lookup per failure, each returning what pytest's own scan returns.
     assert (tmp_path / "indexed.calls").read_text() == f"{first['failed']} calls, 0 differ"
     assert checked["report"] == plain["report"]
     assert untimed(checked["stdout"]) == untimed(plain["stdout"])
+    # The matrix's tests print nothing in teardown, so the index as timed is also run where
+    # teardown sections are shown (see the test below).
+    assert "teardown" not in plain["stdout"]
+
+
+#: A project whose failures have teardown sections: output, a log record and a failing
+#: teardown, each test collected twice (--keep-duplicates: two reports per id).
+SECTIONS_CONFTEST = """\
+import logging
+import sys
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def noisy(request):
+    yield
+    print(f"teardown out {request.node.name}")
+    sys.stderr.write(f"teardown err {request.node.name}\\n")
+    logging.getLogger("bench").warning("teardown log %s", request.node.name)
+
+
+@pytest.fixture
+def breaks():
+    yield
+    raise RuntimeError("teardown fails")
+"""
+SECTIONS_TESTS = """\
+import pytest
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_fails(i):
+    assert i < 0
+
+
+def test_passes():
+    pass
+
+
+def test_teardown_fails(breaks):
+    pass
+
+
+def test_both_fail(breaks):
+    assert False
+"""
+
+
+def test_the_indexed_summary_prints_every_teardown_section_pytest_prints(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("bench_replay", ROOT / "bench" / "replay.py")
+    assert spec and spec.loader
+    bench_replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_replay)
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "cardprobe_indexed.py").write_text(bench_replay.INDEXED_PLUGIN)
+    (tmp_path / "conftest.py").write_text(SECTIONS_CONFTEST)
+    (tmp_path / "test_sections.py").write_text(SECTIONS_TESTS)
+
+    def run(*plugin: str, **extra: str) -> str:
+        env = {**os.environ, "PYTHONPATH": str(tmp_path / "plugin"), **extra}
+        cmd = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", *plugin]
+        cmd += ["--keep-duplicates", "test_sections.py", "test_sections.py"]
+        proc = subprocess.run(
+            cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        return untimed(proc.stdout)
+
+    plain = run()
+    assert plain.count("Captured stdout teardown") >= 10, plain  # failures' sections shown
+    assert run("-p", "cardprobe_indexed") == plain  # as timed
+    calls = tmp_path / "calls"
+    assert (
+        run("-p", "cardprobe_indexed", CARDPROBE_INDEXED="check", CARDPROBE_INDEXED_FILE=str(calls))
+        == plain
+    )
+    counted, differ = re.fullmatch(r"(\d+) calls, (\d+) differ", calls.read_text()).groups()
+    assert int(counted) >= 12 and differ == "0", calls.read_text()
 
 
 #: A plugin for the floor check: counts files opened in the project's cassette folder (Python's
