@@ -724,8 +724,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             names += [which, bare[which]]
         names += [f"{w}-against" for w in replays if args.against]
         names += [f"{w}-floor" for w in replays if args.floor]
-        if args.indexed and "first" in replays:
-            names += ["first-indexed", "bare-fail-indexed"]
+        names += ["first-indexed", "bare-fail-indexed"] if args.indexed else []
         names = [n for n in TARGETS if n in names] + (["collect"] if args.collect else [])
         write_bare(root / "bare" / "test_bare.py", tests, {})
         for which in names:  # warm-ups: the bytecode cache of their modules
