@@ -622,14 +622,35 @@ def report(info: dict[str, Any], runs: list[dict[str, Any]], costs: dict[str, fl
     return "\n".join(out) + "\n"
 
 
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number no smaller than ``low``."""
+
+    def number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"wants a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"wants a number of at least {low}, got {value}")
+        return value
+
+    return number
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Build, time interleaved, print the Markdown."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     add = parser.add_argument
-    add("--models", type=int, default=15, help="synthetic models (default 15)")
-    add("--samples", type=int, default=2, help="samples per test (default 2)")
-    add("--repeat", type=int, default=3, help="timed rounds (default 3)")
-    add("--per-test", type=int, default=300, metavar="N", help="tests timed in-process (0: skip)")
+    add("--models", type=at_least(1), default=15, help="synthetic models (default 15)")
+    add("--samples", type=at_least(1), default=2, help="samples per test (default 2)")
+    add("--repeat", type=at_least(0), default=3, help="timed rounds (default 3)")
+    add(
+        "--per-test",
+        type=at_least(0),
+        default=300,
+        metavar="N",
+        help="tests timed in-process (0: skip)",
+    )
     add(
         "--matrix",
         choices=("all", "four"),

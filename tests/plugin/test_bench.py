@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -289,3 +291,23 @@ def test_the_call_matching_bench_judges_every_size() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = re.findall(r"^\| (\d+) \| [\d.]+ / [\d.]+ / [\d.]+ \|", proc.stdout, re.MULTILINE)
     assert rows == ["4", "8", "16", "32"], proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--models", "0"), "argument --models: wants a number of at least 1, got 0"),
+        (("--repeat", "-1"), "argument --repeat: wants a number of at least 0, got -1"),
+        (("--samples", "two"), "argument --samples: wants a whole number, got 'two'"),
+        (("--indexed", "--only", "baseline"), "--indexed times runs without a baseline"),
+    ],
+)
+def test_the_replay_bench_refuses_bad_arguments_in_words(args: tuple[str, ...], said: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "replay.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
