@@ -22,6 +22,14 @@ scanning every passed setup and teardown report of the session, once per failure
 (``TerminalReporter._get_teardown_reports`` in pytest 9.2); a throwaway plugin indexes them
 once. It changes what pytest does, not the plugin, and prints the same: it shows how much of
 a first run that scan is.
+
+``--cassettes shipped`` times the repository's own recordings instead of synthetic ones: both
+shipped suites (``cases/cards.yaml`` and ``cases/tools.yaml``) on every arm, their cassettes
+copied once per model with only the model's name changed (in each request and reply body and
+in the metadata), so a copy replays exactly as the shipped cassette does, a recorded failed
+attempt before the retry that succeeded included (synthetic cassettes hold none). The runs and
+ratios are the same: ``replay`` against ``bare-xfail`` (pytest with the same passed and
+imperatively xfailed counts), ``first`` against ``bare-fail``, both against ``bare``.
 """
 
 # Markdown tables use the multiplication sign and the en dash.
@@ -406,11 +414,84 @@ def write_cassettes(project: Path, models: list[str], samples: int) -> dict[str,
         if result.status not in ("passed", "failed"):
             raise SystemExit(f"{probe.name}: asking it gave {result.status}: {result.message}")
     arms = Counter(f"{p.channel}-{p.condition}" for p in probes)
+    kinds = ", ".join(f"{k} {v}" for k, v in synthetic.kinds.most_common())
     return {
         "tests": len(probes),
         "arms": len(arms),
         "cassette_bytes": synthetic.size,
-        "kinds": synthetic.kinds,
+        "source": f"replies by kind: {kinds}",
+    }
+
+
+#: The model the shipped cassettes were recorded with (``--cassettes shipped`` renames it).
+SHIPPED_MODEL = "smollm2:135m"
+
+
+def _renamed(text: str, model: str, where: str) -> str:
+    """A recorded body with its ``"model"`` (exactly one, as every shipped body has) renamed."""
+    old = f'"model":{json.dumps(SHIPPED_MODEL)}'
+    if text.count(old) != 1:
+        raise SystemExit(f"{where}: expected one {old} in a recorded body")
+    return text.replace(old, f'"model":{json.dumps(model)}')
+
+
+def finished(response: dict[str, Any]) -> bool:
+    """Whether a recorded reply is a finished turn: a 2xx whose last line is not
+    ``done: false`` (a cut reply, a failed attempt before a retry, is not)."""
+    if not 200 <= response["status"]["code"] < 300:
+        return False
+    lines = response["body"]["string"].strip().splitlines()
+    try:
+        return json.loads(lines[-1]).get("done") is not False
+    except (ValueError, IndexError, AttributeError):
+        return True  # an OpenAI-compatible reply or stream: no `done` to read
+
+
+def copy_shipped(project: Path, models: list[str]) -> dict[str, Any]:
+    """Every shipped cassette (both suites), one copy per model under ``project/cassettes``,
+    with the model's name changed where a recording has it and nothing else: the same JSON
+    text. The matrix of ``project/cases`` must be those cassettes, no test more or less."""
+    from pytest_cardprobe.wire.cassettes.paths import path_part
+
+    shipped = REPO / "cassettes"
+    files = sorted(shipped.rglob("*.yaml"))
+    size = failed = 0
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        suite, folder = path.relative_to(shipped).parts[:2]
+        if folder != path_part(SHIPPED_MODEL):
+            raise SystemExit(f"{path}: not a cassette of {SHIPPED_MODEL}")
+        failed += sum(not finished(i["response"]) for i in data["interactions"])
+        for model in models:
+            copy = json.loads(json.dumps(data))
+            for i in copy["interactions"]:
+                i["request"]["body"] = _renamed(i["request"]["body"], model, str(path))
+                body = i["response"]["body"]
+                body["string"] = _renamed(body["string"], model, str(path))
+            meta = copy["metadata"]["cardprobe"]
+            meta["fingerprint"]["model"] = meta["model"]["name"] = model
+            text = json.dumps(copy, indent=2, ensure_ascii=False) + "\n"
+            if SHIPPED_MODEL in text:
+                raise SystemExit(f"{path}: {SHIPPED_MODEL} is named where it is not renamed")
+            target = project / "cassettes" / suite / path_part(model) / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            size += len(text.encode("utf-8"))
+    probes, _ = probes_and_runtime(project, models)
+    arms = Counter(f"{p.suite.name}-{p.channel}-{p.condition}" for p in probes)
+    if len(probes) != len(files) * len(models):
+        raise SystemExit(
+            f"the matrix has {len(probes)} tests, the shipped cassettes times the models "
+            f"{len(files)} x {len(models)}: a case without a recording or the other way round"
+        )
+    return {
+        "tests": len(probes),
+        "arms": len(arms),
+        "cassette_bytes": size,
+        "source": (
+            f"the {len(files)} shipped cassettes of {SHIPPED_MODEL} copied for each model; "
+            f"{failed} recorded failed attempt(s) before a retry that succeeded, in each copy"
+        ),
     }
 
 
@@ -484,6 +565,7 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     from pytest_cardprobe.wire.cassettes.reading import read_cassette
 
     probes, runtime = probes_and_runtime(project, models)
+    probes = [p for p in probes if not p.suite.is_call_suite]  # the stages of a card test
     step = max(1, len(probes) // count)
     probes, base = probes[::step][:count], runtime.settings.base_options()
 
@@ -568,12 +650,11 @@ def report(info: dict[str, Any], runs: list[dict[str, Any]], costs: dict[str, fl
     """Markdown: machine, every run, medians and spread, ratios round by round, stage costs."""
     out = [f"Command: `{' '.join(['python bench/replay.py', *info['argv']])}`"]
     out += table("| | |", [f"| {k} | {v} |" for k, v in machine(info["uptime"])])
-    kinds = ", ".join(f"{k} {v}" for k, v in info["kinds"].most_common())
     size = info["cassette_bytes"] / 1e6
     out += [
         "",
         f"{info['tests']:,} tests ({info['arms']} arms), {size:.1f} MB of cassettes; "
-        f"replies by kind: {kinds}.",
+        f"{info['source']}.",
     ]
     for which in ("replay", "first"):
         if which in info["outcome"]:
@@ -641,8 +722,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Build, time interleaved, print the Markdown."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     add = parser.add_argument
-    add("--models", type=at_least(1), default=15, help="synthetic models (default 15)")
-    add("--samples", type=at_least(1), default=2, help="samples per test (default 2)")
+    add("--models", type=at_least(1), default=15, help="models (default 15)")
+    add(
+        "--cassettes",
+        choices=("synthetic", "shipped"),
+        default="synthetic",
+        help="synthetic: the card suite's cassettes written with synthetic replies (default); "
+        "shipped: the repository's recorded cassettes of both suites, copied for each model",
+    )
+    add(
+        "--samples",
+        type=at_least(1),
+        help="samples per test of the synthetic cassettes (default 2)",
+    )
     add("--repeat", type=at_least(0), default=3, help="timed rounds (default 3)")
     add(
         "--per-test",
@@ -687,6 +779,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.indexed and args.only == "baseline":
         parser.error("--indexed times runs without a baseline; it cannot go with --only baseline")
+    if args.cassettes == "shipped":
+        for given, name in ((args.samples, "--samples"), (args.matrix != "all", "--matrix")):
+            if given:
+                parser.error(f"{name} shapes synthetic cassettes; the shipped ones are as recorded")
+    samples = args.samples or 2
     sys.path.insert(0, str(REPO / "src"))  # a clean checkout runs without installing
     root = args.keep.resolve() if args.keep else Path(tempfile.mkdtemp(prefix="cardprobe-bench-"))
     tags = ("7b", "1.5b", "latest", "30b-a3b-q4_K_M", "135m")
@@ -723,11 +820,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             (root / folder).mkdir(parents=True)
         cases = root / "replay" / "cases"
         shutil.copytree(REPO / "cases", cases)
-        (four_arms if args.matrix == "four" else card_suite_only)(cases)
+        if args.cassettes == "synthetic":
+            (four_arms if args.matrix == "four" else card_suite_only)(cases)
         ini = "[pytest]\ncardprobe_models =" + "".join(f"\n    {m}" for m in models) + "\n"
         (root / "replay" / "pytest.ini").write_text(ini)
         (root / "bare" / "pytest.ini").write_text("[pytest]\n")
-        info.update(write_cassettes(root / "replay", models, args.samples), per_test=args.per_test)
+        if args.cassettes == "shipped":
+            info.update(copy_shipped(root / "replay", models))
+        else:
+            info.update(write_cassettes(root / "replay", models, samples))
+        info["per_test"] = args.per_test
         # The same project without its baseline: the cassettes hard-linked, not copied.
         shutil.rmtree(root / "first")
         shutil.copytree(root / "replay", root / "first", copy_function=os.link)

@@ -6,11 +6,13 @@ A leaf module: every stage that writes (cassettes, baseline, reports) uses it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
@@ -41,28 +43,49 @@ def _temporary(path: Path) -> tuple[int, str]:
     while True:
         name = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
         try:
-            return os.open(name, flags, 0o666), name
+            fd = os.open(name, flags, 0o666)
         except FileExistsError:
             continue
+        # Held while the file is written: a leftover whose lock can be taken belongs to a
+        # writer that is gone (the kernel drops a dead process's locks). Another write's
+        # cleanup may have taken the lock first and removed the file in the moment between
+        # creating and locking it: then start over with a new name.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink:
+            return fd, name
+        os.close(fd)
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Remove temporary files of earlier writes of ``path`` whose writer is gone (killed
+    between writing and renaming); one another process is still writing is left alone."""
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            fd = os.open(stale, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                stale.unlink()
+            finally:
+                os.close(fd)
 
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename.
 
     A run killed between the two leaves ``path`` as it was plus a hidden temporary file;
-    the next write of the same path removes such leftovers. A new file gets the mode the
-    umask gives (``0o666 & ~umask``); a file that existed keeps its mode, and its owner and
-    group where this process may set them (root may; others keep their own). A symbolic
-    link is written through: the file it points at gets the new text, the link stays.
+    the next write of the same path removes such leftovers, but never the temporary file of
+    a write still going on in another process (each holds a lock on its own). A new file gets
+    the mode the umask gives (``0o666 & ~umask``); a file that existed keeps its mode, and its
+    owner and group where this process may set them (root may; others keep their own). A
+    symbolic link is written through: the file it points at gets the new text, the link
+    stays.
     """
     if path.is_symlink():
         # Write through the link, as an editor would: a linked config or baseline stays a
         # link to the file it names.
         path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        with contextlib.suppress(OSError):
-            stale.unlink()
+    _remove_leftovers(path)
     try:
         before: os.stat_result | None = os.stat(path)
     except OSError:
@@ -83,6 +106,44 @@ def write_atomically(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+#: How long an update waits for another process's update of the same file.
+LOCK_WAIT_S = 120.0
+
+
+class Busy(OSError):
+    """Another process kept the lock of a file for longer than :data:`LOCK_WAIT_S`."""
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold, across processes, the right to read-modify-write ``path`` (links resolved).
+
+    A ``flock`` on the folder holding the file, so no lock file is left beside it: two runs
+    that merge into one file (``--cardprobe-update-baseline``) take turns, and the second
+    reads what the first wrote instead of writing over it. Raises :class:`Busy` when the
+    other holds it longer than ``wait_s``.
+    """
+    folder = Path(os.path.realpath(path)).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Busy(
+                        f"another process has been updating a file in {folder} for over "
+                        f"{wait_s:g} s (another run with --cardprobe-update-baseline?)"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 DEFAULT_MAX_FILE_MB = 10

@@ -29,6 +29,10 @@ class ChatRequest:
     options: dict[str, Any] = field(default_factory=dict)
     # Reasoning level: off, on, low, medium or high (the wire maps it per API).
     think: str = "off"
+    # ``"required"``: the model must call one of ``tools`` (the ``required`` condition of a
+    # call suite). The wire says it per API: OpenAI's ``tool_choice``, and on Ollama, which
+    # has no ``tool_choice``, a ``format`` JSON Schema admitting exactly the declared calls.
+    tool_choice: str | None = None
 
     @property
     def tool_names(self) -> list[str]:
@@ -69,6 +73,26 @@ class ChatReply:
     # A streamed reply's content as it arrived, one piece per chunk that carried any (empty
     # for a reply that came whole): what a client showing tokens would have shown, in order.
     pieces: tuple[str, ...] = ()
+    # The server's own word that it could not parse the tool call the model wrote (its
+    # parser's message): the turn failed, and it is the model's failure (docs/design.md §7).
+    unparsed: str | None = None
+
+
+class Status(enum.StrEnum):
+    """A probe test's status (:attr:`ProbeResult.status`): the model's verdict (``passed``,
+    ``failed``), or why there is none (``infra``: the server failed; ``error``: the test could
+    not ask; ``unsupported``: the server cannot serve the arm). Str-valued: reports and the
+    JSON a worker sends carry the plain string."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INFRA = "infra"
+    ERROR = "error"
+    UNSUPPORTED = "unsupported"
+
+
+#: The statuses that carry the model's verdict (the others are no observation).
+VERDICT_STATUSES = (Status.PASSED, Status.FAILED)
 
 
 class FailureClass(enum.StrEnum):
@@ -80,8 +104,11 @@ class FailureClass(enum.StrEnum):
     # The reply was cut by the token limit (finish reason ``length``) before it was a card.
     TRUNCATED = "truncated"
     INFRA = "infra"
-    # Call suites (``judge: call``) add these; see the README, "Your own tools".
+    # Call suites (``judge: call``) add these; see docs/guide/own-tools.md.
     OVER_CALL = "over_call"
+    # A turn that had to call (the ``required`` condition) came back without a call: the
+    # server did not enforce the forcing (Ollama's ``/v1`` drops ``tool_choice``).
+    UNFORCED = "unforced"
     # Fewer calls of a name than the case expects (a dropped parallel call, a loop that
     # stopped early), or more: counts, where ``wrong_tool`` is a name in place of another.
     MISSING_CALL = "missing_call"
@@ -105,6 +132,7 @@ CARD_CLASSES: tuple[FailureClass, ...] = (
 #: The failure classes the call judge gives, in scoreboard column order.
 CALL_CLASSES: tuple[FailureClass, ...] = (
     FailureClass.DECLINED,
+    FailureClass.UNFORCED,
     FailureClass.OVER_CALL,
     FailureClass.MISSING_CALL,
     FailureClass.EXTRA_CALL,
@@ -171,53 +199,6 @@ def trim(text: str, limit: int = REPLY_KEPT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
-
-
-def _escape(code: int) -> str:
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-# C0 and C1 controls, DEL, the Unicode line separators and the bidi overrides and
-# isolates (they reorder what a terminal or CI log shows), each shown as an escape.
-_CONTROLS = [
-    *range(0x20),
-    *range(0x7F, 0xA0),
-    0x2028,
-    0x2029,
-    *range(0x202A, 0x202F),
-    *range(0x2066, 0x206A),
-]
-_ESCAPES = {code: _escape(code) for code in _CONTROLS} | {0x0A: "\\n", 0x09: "\\t"}
-_ESCAPES_KEEP_LINES = {k: v for k, v in _ESCAPES.items() if k not in (0x0A, 0x09)}
-
-
-def escape_control(text: str, keep_newlines: bool = False) -> str:
-    """Model text made safe for a terminal: control characters shown as escapes.
-
-    An ANSI escape in a reply would otherwise recolour or rewrite the reader's terminal.
-    ``keep_newlines`` leaves line breaks and tabs as they are (multi-line display).
-    """
-    return text.translate(_ESCAPES_KEEP_LINES if keep_newlines else _ESCAPES)
-
-
-def model_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a model name, or None (the pytest options and init use it).
-
-    Names like ``library/llama3`` or ``hf.co/org/repo:Q4`` are real Ollama names, so a ``/``
-    between parts is fine; what looks like a path (empty, ``.``/``..`` parts, a leading
-    ``/``, a backslash) or holds whitespace or control characters is refused: a model name
-    lands in file names, test ids and terminal lines.
-    """
-    if not name.strip():
-        return "is empty"
-    if any(c.isspace() or ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c == "\\" for c in name):
-        return "holds whitespace, a backslash or control characters"
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
-        # How Python hands over command-line bytes that are not UTF-8 (surrogate escapes).
-        return "holds bytes that are not UTF-8 text"
-    if name.startswith("/") or any(part in ("", ".", "..") for part in name.split("/")):
-        return "looks like a file path, not a model name"
-    return None
 
 
 @dataclass
@@ -319,6 +300,10 @@ class ArmKeyed:
         return "/".join(self.arm)
 
 
+#: Why a test could not replay (:attr:`ProbeResult.problem`).
+PROBLEMS: tuple[str, ...] = ("not recorded", "never recorded", "stale", "corrupt")
+
+
 @dataclass
 class ProbeResult(ArmKeyed):
     """The outcome of one generated test (or one fixture-driven test)."""
@@ -351,6 +336,14 @@ class ProbeResult(ArmKeyed):
     # The case rule k of ``samples(n, at_least=k)`` / the suite key ``at_least``: the test
     # passes when at least k samples pass. None: every sample must pass (k = n).
     at_least: int | None = None
+    # A test that could not replay: ``not recorded``, ``never recorded`` (its suite has no
+    # recording at all), ``stale`` or ``corrupt`` (see :data:`PROBLEMS`); None otherwise.
+    problem: str | None = None
+    # A stale cassette: what changed since the recording, in words (suite/declarations.py).
+    changes: list[str] | None = None
+    # True for a case whose expectation no person has reviewed (``reviewed: false``): scored
+    # apart, never gated nor written to the baseline. None otherwise (left out of reports).
+    draft: bool | None = None
 
     @property
     def split(self) -> bool:
@@ -361,8 +354,20 @@ class ProbeResult(ArmKeyed):
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         data = dict(vars(self))
+        # Plain strings, also when set from Status: execnet (xdist) sends only built-in types.
+        data["status"] = str(self.status)
+        if self.outcome is not None:
+            data["outcome"] = str(self.outcome)
         data["samples"] = [s.to_dict() for s in self.samples]
-        for name in ("canary", "recorded", "server_changed", "at_least"):
+        for name in (
+            "canary",
+            "recorded",
+            "server_changed",
+            "at_least",
+            "problem",
+            "changes",
+            "draft",
+        ):
             if data[name] is None:
                 del data[name]
         return data

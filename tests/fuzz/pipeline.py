@@ -19,7 +19,8 @@ from pytest_cardprobe.glue.failure import describe
 from pytest_cardprobe.judge.registry import card_judge
 from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.score.aggregate import aggregate, canaries
-from pytest_cardprobe.score.baseline import Baseline, baseline_document, parse_baseline
+from pytest_cardprobe.score.baseline import Baseline, parse_baseline
+from pytest_cardprobe.score.baseline_update import baseline_document
 from pytest_cardprobe.score.gate import GateSettings, decide
 from pytest_cardprobe.score.html import html_report
 from pytest_cardprobe.score.jsonreport import json_report

@@ -137,3 +137,75 @@ def first_request(probe: Any) -> Any:
 def fingerprint_of(probe: Any) -> Any:
     label = "tools" if probe.suite.is_call_suite else "tool declaration"
     return fingerprint(first_request(probe), tools_label=label)
+
+
+#: Values of the wrong type for each metadata entry the plugin reads.
+WRONG_TYPES: list[Any] = [["x"], {"a": 1}, 7, True, None, 1.5, "text", {"k": ["v"]}]
+METADATA_KEYS = ["format", "unsupported", "suite_file", "recorded", "fingerprint", "model",
+                 "server"]  # fmt: skip
+
+
+@st.composite
+def aliased_cassette(draw: st.DrawFn, base: dict[str, Any]) -> tuple[str, bool]:
+    """A shipped cassette as YAML, its metadata given values of other types, and anchors
+    and aliases (an alias bomb, a merge key, an alias of a real part) written into it."""
+    data = json.loads(json.dumps(base))
+    meta = data["metadata"]["cardprobe"]
+    wrong = False
+    for key in draw(st.lists(st.sampled_from(METADATA_KEYS), max_size=2)):
+        meta[key] = value = draw(st.sampled_from(WRONG_TYPES))
+        wrong = wrong or not _fits(key, value)
+    text = yaml.safe_dump(data, allow_unicode=True)
+    kind = draw(st.integers(0, 3))
+    if kind == 0:  # a bomb under a key of its own, then used as a metadata value
+        levels = draw(st.integers(1, 9))
+        lines = ['  b0: &b0 ["lol"]'] + [
+            f"  b{n}: &b{n} [" + ", ".join([f"*b{n - 1}"] * 9) + "]" for n in range(1, levels + 1)
+        ]
+        text = "bomb:\n" + "\n".join(lines) + "\n" + text
+        text = text.replace("  cardprobe:\n", f"  cardprobe:\n    unsupported: *b{levels}\n", 1)
+    elif kind == 1:  # a merge key
+        merged = text.replace("  cardprobe:\n", "  cardprobe:\n    <<: *base\n", 1)
+        text = "base: &base {format: 1}\n" + merged
+    elif kind == 2:  # an anchor on the interactions, aliased in the metadata
+        text = text.replace("interactions:\n", "interactions: &all\n", 1)
+        text = text.replace("  cardprobe:\n", "  cardprobe:\n    extra: *all\n", 1)
+    return text, wrong
+
+
+def _fits(key: str, value: Any) -> bool:
+    if key == "format":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if key in ("unsupported", "suite_file", "recorded"):
+        return isinstance(value, str)
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+@fuzz_settings(100)
+@given(data=st.data(), which=st.integers(0, len(PROBES) - 1))
+def test_a_cassette_with_aliases_or_wrongly_typed_metadata_is_refused_or_replays_at_once(
+    sandbox: Path, data: st.DataObject, which: int
+) -> None:
+    import time
+
+    folder = Path(tempfile.mkdtemp(dir=sandbox))
+    probe = PROBES[which]
+    runtime = Runtime(settings_for(folder), Replay())
+    path = runtime.cassette_for(probe)
+    path.parent.mkdir(parents=True)
+    text, wrong = data.draw(aliased_cassette(BASES[which]))
+    path.write_text(text, encoding="utf-8")
+    started = time.monotonic()
+    outcome = run_probe(runtime, probe, samples=2)
+    said = as_text(outcome)
+    assert time.monotonic() - started < 60  # a hang guard, not a measurement
+    # Six levels or more stand for 9**6 values and more, past the 200,000 a cassette may hold.
+    bomb = "bomb:" in text and text.count("*b") >= 9 * 6 + 1
+    if bomb:  # an alias bomb: refused, naming the file
+        assert isinstance(outcome, CassetteProblem), said
+        assert path.name in str(outcome) and "alias bomb" in str(outcome), said
+    elif wrong and "bomb:" not in text:  # a metadata value of another type: refused by key
+        assert isinstance(outcome, CassetteProblem), said
+        assert "metadata cardprobe." in str(outcome), said
+    else:
+        assert isinstance(outcome, (ProbeResult, CassetteProblem)), said

@@ -17,7 +17,7 @@ a header and an API key; then:
 
 Budget (every fuzz module, ``pytest tests/fuzz``): a fixed seed and bounded examples; the
 examples per test and the measured time are in docs/design.md §4, "Hostile input", and the
-README's "What happens when…".
+guide's "What happens when…" (docs/guide/what-happens-when.md).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes.record import Record
 from pytest_cardprobe.wire.cassettes.replay import Replay
+from pytest_cardprobe.wire.shapes import StreamLimits
 
 # Real recorded Ollama replies (the shipped cassettes): the seeds of a whole Ollama body.
 RECORDED = [
@@ -172,6 +173,18 @@ def _openai_chunks(draw: st.DrawFn) -> list[Any]:
 
 
 ERRORS = [400, 404, 429, 500, 503]
+# What Ollama's tool-call parsers say (wire/unparsed.py): a 500 or a stream's last line.
+PARSER_ERRORS = [
+    "failed to parse JSON: invalid character '\\\\' looking for beginning of object key string",
+    "empty function name",
+    "error parsing tool call: raw='{\"a\":', err=unexpected end of JSON input",
+]
+# Anything after a stream's end: more chunks, error lines, garbage (never read).
+AFTER_END = st.one_of(
+    st.builds(lambda t: to_json({"message": {"content": t}, "done": True}), TEXT),
+    st.builds(lambda t: to_json({"error": t}), st.sampled_from(PARSER_ERRORS)),
+    TEXT.map(lambda t: t.replace("\n", " ")),
+)
 
 
 @st.composite
@@ -180,6 +193,9 @@ def reply(draw: st.DrawFn, api: str, stream: bool) -> tuple[int, bytes]:
     if draw(st.integers(0, 9)) == 9:
         status = draw(st.sampled_from(ERRORS))
         error: Any = {"error": draw(TEXT)} if api == "ollama" else {"error": {"message": "x"}}
+        if draw(st.booleans()):  # worded as a parser's error (the model's failure at 500)
+            said = draw(st.sampled_from(PARSER_ERRORS))
+            error = {"error": said} if api == "ollama" else {"error": {"message": said}}
         return status, draw(corrupted(to_json(draw(mutated(error)))))
     if not stream:
         whole = _ollama_whole(draw) if api == "ollama" else _openai_whole(draw)
@@ -189,7 +205,10 @@ def reply(draw: st.DrawFn, api: str, stream: bool) -> tuple[int, bytes]:
     if draw(st.integers(0, 7)) == 7:
         edited = edited[: draw(st.integers(0, len(edited) - 1))]  # cut short
     if api == "ollama":
+        if draw(st.integers(0, 4)) == 4:  # a parser's error line in place of the end
+            edited = [*edited[:-1], {"error": draw(st.sampled_from(PARSER_ERRORS))}]
         text = "".join(to_json(c) + "\n" for c in edited)
+        text += "".join(line + "\n" for line in draw(st.lists(AFTER_END, max_size=3)))
     else:
         text = "".join(f"data: {to_json(c)}\n\n" for c in edited)
         if draw(st.integers(0, 7)) < 7:
@@ -234,8 +253,12 @@ def stand_in(
     return handle
 
 
-def settings_for(folder: Path, api: str, stream: bool, live: bool) -> Settings:
+def settings_for(
+    folder: Path, api: str, stream: bool, live: bool, limits: tuple[int, int] = (300_000, 100_000)
+) -> Settings:
     return Settings(
+        max_stream_lines=limits[0],
+        max_stream_chunks=limits[1],
         models=["smollm2:135m"],
         record_mode="rewrite" if live else "none",
         api=api,
@@ -273,11 +296,13 @@ def test_a_hostile_reply_is_a_result_a_report_and_a_replayable_cassette(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))  # the request-slot locks
     probe = PROBES[which]
     replies = [data.draw(reply(api, stream)) for _ in range(data.draw(st.integers(1, 3)))]
+    # Sometimes stream caps a hostile stream meets (a real one sends about a chunk a token).
+    limits = data.draw(st.sampled_from([(300_000, 100_000), (12, 5), (4, 2)]))
     monkeypatch.setattr(
         "pytest_cardprobe.wire.transport.deadline_transport",
-        lambda deadline, shown: httpx.MockTransport(stand_in(api, replies)),
+        lambda deadline, shown, *cap: httpx.MockTransport(stand_in(api, replies)),
     )
-    live = Runtime(settings_for(folder, api, stream, live=True), Record(["api_key"]))
+    live = Runtime(settings_for(folder, api, stream, live=True, limits=limits), Record(["api_key"]))
     try:
         result = run_probe(live, probe, samples=2)
     finally:
@@ -287,8 +312,67 @@ def test_a_hostile_reply_is_a_result_a_report_and_a_replayable_cassette(
     cassette = live.cassette_for(probe)
     if cassette.exists():
         said += cassette.read_text(encoding="utf-8")
-        replay = Runtime(settings_for(folder, api, stream, live=False), Replay())
+        held = StreamLimits(lines=limits[0], chunks=limits[1])
+        replay = Runtime(
+            settings_for(folder, api, stream, live=False, limits=limits), Replay(limits=held)
+        )
         again = run_probe(replay, probe, samples=2)
         assert isinstance(again, ProbeResult), f"a cassette just recorded does not replay: {again}"
         assert (again.status, _labels(again)) == (result.status, _labels(result))
     assert not leaked(said), leaked(said)
+
+
+ENCODINGS = ["", "identity", "IDENTITY", " identity ", "gzip", "br", "identity, gzip", "x-gzip"]
+
+
+@fuzz_settings(200)
+@given(
+    parts=st.lists(st.integers(0, 3000), max_size=8),
+    limit=st.integers(0, 12_000),
+    encodings=st.lists(st.sampled_from(ENCODINGS), max_size=2),
+    declared=st.sampled_from(["none", "true", "less", "more", "word"]),
+)
+def test_a_reply_body_is_refused_exactly_when_compressed_or_past_the_cap(
+    parts: list[int], limit: int, encodings: list[str], declared: str
+) -> None:
+    """The byte cap under the client (``wire/transport.capped``), over every framing a server
+    can send: any ``Content-Encoding`` but identity is refused from the head; a body is read
+    whole up to the cap and refused one byte past it, whatever ``Content-Length`` claims."""
+    import httpcore
+
+    from pytest_cardprobe.wire.errors import ReplyRefused
+    from pytest_cardprobe.wire.transport import capped
+
+    chunks = [b"x" * size for size in parts]
+    total = sum(parts)
+    length = {"true": total, "less": max(total - 1, 0), "more": total + 1}.get(declared)
+    headers = [(b"Content-Encoding", e.encode()) for e in encodings]
+    if declared == "word":
+        headers.append((b"Content-Length", b"ten"))
+    elif length is not None:
+        headers.append((b"Content-Length", str(length).encode()))
+    closed: list[bool] = []
+
+    class Body:
+        def __iter__(self) -> Any:
+            return iter(chunks)
+
+        def close(self) -> None:
+            closed.append(True)
+
+    def pool(request: httpcore.Request) -> httpcore.Response:
+        return httpcore.Response(200, headers=headers, content=Body())
+
+    handle = capped(pool, limit, "http://s")
+    named = [part.strip().lower() for e in encodings for part in e.split(",")]
+    compressed = any(part not in ("", "identity") for part in named)
+    too_long = total > limit or (length is not None and length > limit)
+    try:
+        response = handle(httpcore.Request("GET", "http://s/"))
+        got = b"".join(response.stream)  # type: ignore[union-attr]
+    except ReplyRefused as exc:
+        assert compressed or too_long, exc
+        assert "compressed" in str(exc) if compressed else "larger than the" in str(exc)
+    else:
+        assert not compressed and not too_long
+        assert got == b"".join(chunks)

@@ -49,7 +49,8 @@ from pytest_cardprobe.cli import diff
 from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.score.aggregate import aggregate, canaries
-from pytest_cardprobe.score.baseline import BaselineError, load_baseline, write_baseline
+from pytest_cardprobe.score.baseline import BaselineError, load_baseline
+from pytest_cardprobe.score.baseline_update import write_baseline
 from pytest_cardprobe.score.gate import GateSettings, decide
 from pytest_cardprobe.score.jsonreport import json_report
 from pytest_cardprobe.score.markdown import MARKER

@@ -28,6 +28,7 @@ from pytest_cardprobe.suite.context import SuiteLimits
 from pytest_cardprobe.suite.loader import Suite, SuiteError, is_suite_file, load_suite
 from pytest_cardprobe.suite.matrix import expand
 from pytest_cardprobe.suite.request import build_request
+from pytest_cardprobe.types import ToolCall
 from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
 from pytest_cardprobe.wire.cassettes.paths import cassette_path, cassette_path_problem
 from pytest_cardprobe.wire.client import ChatClient, ClientSettings
@@ -125,3 +126,69 @@ def test_a_tools_file_loads_into_sendable_requests_or_is_a_suite_error(
     suite = root / "calls.yaml"
     text = to_yaml({**CALLS, "tools": f"tools/{name}"})
     _load(suite, root, text.encode("utf-8"), (suite, tools))
+
+
+# The new limits and engines (turns, patterns, $ref cycles, names): values around each bound.
+HOSTILE_PATTERNS = [
+    "(a+)+b", "(a|aa)+$", "(.*a){12}", "(?=a)b", "(a)\\1", "a{1000}", "a{1001}", "a{,3}",
+    "[\\W]", "[[:alpha:]]", "\\d+", "(", "é+", "\\p{L}+", "x" * 300,
+]  # fmt: skip
+NAMES = ["read_file", "rm\u202ef", "a\u200bb", "tool-1", "\x1b[2J"]
+
+
+@st.composite
+def limited_call_suite(draw: st.DrawFn) -> dict[str, Any]:
+    """The shipped call suite with turn limits, argument regexes, schema patterns, $refs
+    and tool names drawn around the loader's bounds."""
+    suite = yaml.safe_load(yaml.safe_dump(CALLS))
+    tools = yaml.safe_load(yaml.safe_dump(TOOLS))
+    suite["tools"] = tools
+    turns = st.sampled_from([1, 2, 5, 19, 20, 21, 1000, 10**6])
+    if draw(st.booleans()):
+        suite["max_turns"] = draw(turns)
+    case = draw(st.sampled_from(suite["cases"]))
+    if draw(st.booleans()):
+        case["max_turns"] = draw(turns)
+    pattern = draw(st.sampled_from(HOSTILE_PATTERNS))
+    function = draw(st.sampled_from(tools))["function"]
+    parameters = function.setdefault("parameters", {"type": "object", "properties": {}})
+    spot = draw(st.integers(0, 4))
+    if spot == 0:
+        expect = case["expect"]
+        if "call" in expect and isinstance(expect.get("args"), dict) and expect["args"]:
+            expect["args"][next(iter(expect["args"]))] = {"regex": pattern}
+    elif spot == 1:
+        for prop in parameters.get("properties", {}).values():
+            if isinstance(prop, dict) and prop.get("type") == "string":
+                prop["pattern"] = pattern
+                break
+    elif spot == 2:
+        parameters["patternProperties"] = {pattern: {"type": "string"}}
+    elif spot == 3:
+        parameters["$defs"] = {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}
+    else:
+        function["name"] = draw(st.sampled_from(NAMES))
+    return suite
+
+
+@fuzz_settings(100)
+@given(suite=limited_call_suite())
+def test_a_call_suite_at_the_new_limits_loads_usably_or_is_a_suite_error_at_once(
+    sandbox: Path, suite: dict[str, Any]
+) -> None:
+    import time
+
+    root = _project(sandbox)
+    path = root / "calls.yaml"
+    started = time.monotonic()
+    loaded = _load(path, root, to_yaml(suite).encode("utf-8"), (path,))
+    if isinstance(loaded, Suite):
+        limit = SuiteLimits().max_turns
+        assert all(case.max_turns <= limit for case in loaded.cases)
+        attack = {"path": "a" * 39, "query": "a" * 39, "a" * 39: "a" * 39}
+        for case in loaded.cases:
+            for spec in case.expect.calls if case.expect else ():
+                call = ToolCall(spec.name, dict(attack))
+                judge_calls([ModelTurn("tool_calls", (call,), "")], case.expect, loaded.tools)
+    # A hang guard, not a measurement: no pattern backtracks, no $ref loops for ever.
+    assert time.monotonic() - started < 120

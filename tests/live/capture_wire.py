@@ -329,6 +329,44 @@ def capture_ollama(cap: Capture, server: Server) -> None:
     )  # fmt: skip
 
     capture_ollama_v1(cap, server, model)
+    if recipes.version_tuple(v) >= recipes.PARSER_SINCE:
+        capture_unparsed(cap, server)
+
+
+def capture_unparsed(cap: Capture, server: Server) -> None:
+    """(h) a call the server's parser cannot read: the model's variant with the built-in
+    qwen3 parser, made to write the call JSON-escaped (recipes.unparsed_body)."""
+    variant = MODEL + recipes.PARSER_SUFFIX
+    if cap.wanted(f"{server.label}-api-show-parser"):
+        exchange(server, "POST", "/api/create", recipes.parser_variant_create(MODEL))
+    cap.ask(
+        server, "api-show-parser", f"/api/show of {variant}: its parser and renderer",
+        "POST", "/api/show", {"model": variant},
+    )  # fmt: skip
+    for stream in (False, True):
+        cap.ask(
+            server, f"api-chat-unparsed{'-stream' if stream else ''}",
+            f"{variant} writes a call its parser cannot read: "
+            + ("a 200 stream whose last line is the error" if stream else "HTTP 500"),
+            "POST", "/api/chat", recipes.unparsed_body(MODEL, stream=stream),
+        )  # fmt: skip
+    body = recipes.unparsed_body(MODEL, stream=False)
+    v1 = {
+        "model": body["model"],
+        "messages": body["messages"],
+        "tools": body["tools"],
+        "stream": False,
+        "temperature": 0,
+        "max_tokens": 96,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "schema": body["format"]},
+        },
+    }
+    cap.ask(
+        server, "v1-chat-unparsed", "the same through /v1: HTTP 500, OpenAI's error shape",
+        "POST", "/v1/chat/completions", v1,
+    )  # fmt: skip
 
 
 def openai_limits(max_tokens: int) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class FaultProxy:
     chat_posts: int = 0  # POSTs to a chat path that reached the proxy, whatever their fault
     # Per "drip": (bytes sent, bytes in the whole reply); fewer sent: the client hung up.
     dripped: list[tuple[int, int]] = field(default_factory=list)
+    # The body of every chat request, byte for byte as the client put it on the wire.
+    bodies: list[bytes] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for fault in self.faults:
@@ -96,6 +98,7 @@ class FaultProxy:
                     fault = self.faults.pop(0) if self.faults else "pass"
                     self.seen.append(f"{fault} {path}")
                     self.chat_posts += method == "POST"
+                    self.bodies.append(body)
             # OSError: the client gave up (its timeout); nothing more to do.
             with contextlib.suppress(OSError):
                 self._answer(conn, fault, method, path, headers, body)

@@ -66,8 +66,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def private_ollama(tmp: Path) -> Iterator[PrivateOllama]:
-    """Start a private Ollama with SmolLM2; stop it (if still running) when the block ends."""
+def private_ollama(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[PrivateOllama]:
+    """Start a private Ollama with SmolLM2; stop it (if still running) when the block ends.
+
+    ``extra_env`` adds to its environment (``OLLAMA_DEBUG_LOG_REQUESTS=1`` and a ``TMPDIR``
+    to find the request logs in)."""
     binary = _binary()
     if binary is None:
         pytest.fail("no Ollama binary: run `scripts/real-servers install`", pytrace=False)
@@ -83,6 +86,7 @@ def private_ollama(tmp: Path) -> Iterator[PrivateOllama]:
         "OLLAMA_KEEP_ALIVE": "-1",
         "OLLAMA_NO_CLOUD": "1",  # as scripts/real-servers starts it: nothing leaves loopback
         "LLAMA_ARG_REPACK": "false",  # the helper llama-server, as scripts/real-servers runs it
+        **(extra_env or {}),
     }
     with log.open("wb") as out:
         process = subprocess.Popen(

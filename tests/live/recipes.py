@@ -137,3 +137,39 @@ def recipe_body(
         "stream": stream,
         "options": {"temperature": 0, "num_predict": 128},
     }
+
+
+# ---------------------------------------------------------------- a call the server cannot parse
+
+#: Ollama 0.12 and later take a built-in parser from a model's Modelfile (``PARSER``).
+PARSER_SINCE = (0, 12, 0)
+#: The variant of the model with Ollama's built-in ``qwen3`` tool-call parser, which reads
+#: calls as ``<tool_call>{json}</tool_call>``: the layout SmolLM2's template already writes.
+PARSER_NAME = "qwen3"
+PARSER_SUFFIX = "-qwen3parser"
+#: What the model is made to write (``format`` below): a call as a JSON *string*, so its
+#: quotes arrive escaped between the tags and the parser's JSON decoder fails on ``{\"``.
+ESCAPED_CALL = '<tool_call>{"name": "render_adaptive_card", "arguments": {"body": []}}</tool_call>'
+ESCAPED_CALL_FORMAT: dict[str, Any] = {"type": "string", "enum": [ESCAPED_CALL]}
+#: What the qwen3 parser says of it (model/parsers/qwen3.go wrapping encoding/json's error).
+ESCAPED_CALL_ERROR = (
+    "failed to parse JSON: invalid character '\\\\' looking for beginning of object key string"
+)
+
+
+def parser_variant_create(model: str) -> dict[str, Any]:
+    """The ``/api/create`` body of ``model``'s variant with the built-in parser."""
+    return {"model": model + PARSER_SUFFIX, "from": model, "parser": PARSER_NAME, "stream": False}
+
+
+def unparsed_body(model: str, *, stream: bool) -> dict[str, Any]:
+    """The card question to the parser variant, its reply constrained to the escaped call."""
+    return {
+        "model": model + PARSER_SUFFIX,
+        "messages": USER_ASKS_FOR_CARD,
+        "tools": [STRICT_CARD_TOOL],
+        "format": ESCAPED_CALL_FORMAT,
+        "stream": stream,
+        "think": False,
+        "options": {"temperature": 0, "num_predict": 96},
+    }

@@ -137,7 +137,12 @@ def test_record_mode_stale_rerecords_a_cassette_stale_outside_the_fingerprint(
             assert "body.keep_alive differs" in test["message"], test["message"]
             hint = hint_of(test)
             assert hint[:2] == ["pytest", "--live"], hint  # a command that records
-        replay.stdout.fnmatch_lines(["*stale cassette*keep_alive*re-record with: pytest --live*"])
+        replay.stdout.fnmatch_lines(
+            [
+                '  keep_alive changed from "10m" to "5m" (4 test(s))',
+                "  record exactly them: pytest *--cardprobe-record-mode stale",
+            ]
+        )
         assert replay.ret == pytest.ExitCode.TESTS_FAILED
 
         # The hint, run as printed (kept to one sample without warm-up like the rest),

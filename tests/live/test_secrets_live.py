@@ -219,4 +219,3 @@ def test_no_secret_in_an_internal_error_or_a_deadline_behind_the_fault_proxy(
     result.stdout.fnmatch_lines(["*infra: *exceeded the 3 s request deadline*"])
     assert "Traceback" not in printed
     assert "_pytest" not in printed  # no frame outside the project's own test files
-

@@ -20,7 +20,7 @@ import recipes
 
 
 class RealServer(Protocol):
-    """What the `each_ollama` / `real_llama_server` fixtures (tests/conftest.py) return."""
+    """What the `each_ollama` / `real_llama_server` fixtures (tests/live/conftest.py) return."""
 
     @property
     def base_url(self) -> str: ...

@@ -232,7 +232,9 @@ def test_tool_description_workflow_stale_rerecord_gate(
     tools.write_text(json.dumps(declared, indent=2))
     stale, _ = run(pytester, *slice_)
     assert stale.ret == pytest.ExitCode.TESTS_FAILED
-    stale.stdout.fnmatch_lines(["*stale cassette *readme-call-cold.yaml: tools changed*"])
+    stale.stdout.fnmatch_lines(
+        ["*stale — suite tools*", "  read_file: description changed (* test(s))", "FAILED *readme*"]
+    )
 
     live, _ = run(pytester, "--live", *slice_)
     assert live.ret in (0, 1), live.stdout.str()  # the gate decides; either way it decided
@@ -241,7 +243,10 @@ def test_tool_description_workflow_stale_rerecord_gate(
     arm = report["gate"]["arms"]["tools/smollm2:135m/call/cold"]
     assert arm["compared"] == 2
     assert replay.ret == (0 if report["gate"]["decision"] == "pass" else 1)
-    accepted, accepted_report = run(pytester, "--update-baseline", *slice_)
+    why = "the reworded description's behaviour, as the test accepts it"
+    accepted, accepted_report = run(
+        pytester, "--update-baseline", "--cardprobe-accept-reason", why, *slice_
+    )
     assert accepted.ret == 0 and accepted_report["gate"]["decision"] == "updated"
 
 

@@ -48,3 +48,11 @@ def tools_project(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copy(ROOT / "cardprobe-baseline.json", pytester.path / "cardprobe-baseline.json")
     pytester.makeini("[pytest]\ncardprobe_models = smollm2:135m\n")
     return pytester
+
+
+@pytest.fixture
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal 250 columns wide, for tests that read the gate's figures and long lines,
+    not the layout (the scoreboard fits the width it is given: tests/plugin/test_terminal.py
+    and tests/unit/test_scoreboard_layout.py)."""
+    monkeypatch.setenv("COLUMNS", "250")

@@ -279,6 +279,45 @@ def test_the_replay_bench_keeps_the_four_arm_matrix_of_the_earlier_figures() -> 
     assert "Outcome of `first`" not in out
 
 
+def test_the_replay_bench_times_the_shipped_recordings_copied_per_model(tmp_path: Path) -> None:
+    keep = tmp_path / "bench"
+    out = bench("--cassettes", "shipped", "--repeat", "1", "--per-test", "0", "--keep", str(keep))
+    # Both shipped suites on every arm: each shipped cassette copied for the one model, the
+    # same text with the model's name changed and nothing else.
+    shipped = ROOT / "cassettes"
+    originals = sorted(shipped.rglob("*.yaml"))
+    assert f"{len(originals)} tests (11 arms)," in out
+    model = "bench-model-01:1.5b"  # the first model the script names
+    for original in originals:
+        suite, _, name = original.relative_to(shipped).parts
+        copy = keep / "replay" / "cassettes" / suite / "bench-model-01%3A1.5b" / name
+        text = original.read_text(encoding="utf-8")
+        assert copy.read_text(encoding="utf-8") == text.replace("smollm2:135m", model)
+    # A recording with a failed attempt before the retry that succeeded is among them.
+    held = re.search(r"; (\d+) recorded failed attempt\(s\) before a retry that succeeded", out)
+    assert held and int(held.group(1)) >= 1, out
+    cut = (
+        keep
+        / "replay"
+        / "cassettes"
+        / "cards"
+        / "bench-model-01%3A1.5b"
+        / "number-prose-schema.yaml"
+    )
+    first_reply = json.loads(
+        json.loads(cut.read_text())["interactions"][0]["response"]["body"]["string"]
+    )
+    assert first_reply["done"] is False
+    # Replayed cleanly (the script stops on "not recorded", "stale" or "corrupt"), against the
+    # baseline it recorded first and without one.
+    with_baseline, first = outcome(out, "replay"), outcome(out, "first")
+    assert set(with_baseline) == {"passed", "xfailed"} and set(first) == {"passed", "failed"}
+    assert with_baseline["passed"] == first["passed"]
+    assert with_baseline["xfailed"] == first["failed"] == len(originals) - first["passed"]
+    for ratio in ("replay / bare-xfail", "first / bare-fail", "replay / bare", "first / bare"):
+        assert re.search(rf"\| {ratio} \| \*\*\d+\.\d\d\u00d7\*\* \|", out), ratio
+
+
 def test_the_call_matching_bench_judges_every_size() -> None:
     # Small: one round, without the permutation pairing (which takes seconds at 8 calls).
     # The bench asserts each judgement's label itself; this checks it ran and printed its rows.
@@ -300,6 +339,8 @@ def test_the_call_matching_bench_judges_every_size() -> None:
         (("--repeat", "-1"), "argument --repeat: wants a number of at least 0, got -1"),
         (("--samples", "two"), "argument --samples: wants a whole number, got 'two'"),
         (("--indexed", "--only", "baseline"), "--indexed times runs without a baseline"),
+        (("--cassettes", "shipped", "--samples", "3"), "--samples shapes synthetic cassettes"),
+        (("--cassettes", "shipped", "--matrix", "four"), "--matrix shapes synthetic cassettes"),
     ],
 )
 def test_the_replay_bench_refuses_bad_arguments_in_words(args: tuple[str, ...], said: str) -> None:

@@ -22,7 +22,7 @@ def test_list_prints_one_line_per_builtin_suite_and_exits_0(pytester: pytest.Pyt
     assert result.outlines == [
         "cards  25 cases; judge card; channels prose, tool, retry; conditions cold, history, "
         "seeded, schema",
-        "tools  26 cases; judge call; channels call; conditions cold, history",
+        "tools  26 cases; judge call; channels call; conditions cold, history, required",
     ]
 
 
@@ -62,9 +62,12 @@ def test_k_selects_builtin_tests_alongside_the_projects_own(
     shutil.copytree(ROOT / "cases", pytester.path / "mine")
     suite = pytester.path / "mine" / "cards.yaml"
     suite.write_text(suite.read_text().replace("name: cards", "name: mine"))
+    # Nothing is recorded: --cardprobe-strict-baseline fails such tests rather than skipping
+    # them (glue/replaying.py), and -vv shows each one's own paragraph.
     result = pytester.runpytest(
-        "mine", "--cardprobe-suite", "cards", "--model", "m", "-k", "date and tool", *workers
-    )
+        "mine", "--cardprobe-suite", "cards", "--model", "m", "-k", "date and tool", *workers,
+        "--cardprobe-strict-baseline", "-vv",
+    )  # fmt: skip
     # Two suites x one case x two conditions, each errored as not recorded.
     result.stdout.fnmatch_lines(["*4 failed*"])
     result.stdout.fnmatch_lines(

@@ -214,3 +214,76 @@ def test_no_model_under_xdist_is_a_usage_error(project: pytest.Pytester) -> None
     result = project.runpytest("cases", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*no model to probe*"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_a_channel_no_suite_has_says_so(tools_project: pytest.Pytester, workers: list[str]) -> None:
+    # Fails without the note: exit 5 and "no tests ran", not a word about the channel.
+    result = tools_project.runpytest("-p", "no:randomly", "--cardprobe-channel", "tool", *workers)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        [
+            "--cardprobe-channel tool selects no test: the collected suites have channels "
+            "call (tools)"
+        ]
+    )
+
+
+def test_a_condition_no_suite_has_says_so_while_the_other_selects(
+    tools_project: pytest.Pytester,
+) -> None:
+    result = tools_project.runpytest(
+        "--co", "-q", "--cardprobe-condition", "seeded", "--cardprobe-condition", "cold"
+    )
+    assert len(collected_ids(result)) > 0
+    assert "--cardprobe-condition cold" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "--cardprobe-condition seeded selects no test: the collected suites have conditions "
+            "cold (tools); history (tools); required (tools)"
+        ]
+    )
+
+
+def test_a_channel_and_condition_never_asked_together_say_so(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\ncardprobe_models = m\n")
+    result = project.runpytest(
+        "--co", "--cardprobe-channel", "tool", "--cardprobe-condition", "seeded", "cases"
+    )
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        [
+            "--cardprobe-channel tool with --cardprobe-condition seeded selects no test: the "
+            "collected suites ask channel/condition *prose/seeded*"
+        ]
+    )
+
+
+@pytest.mark.parametrize("dist", [[], ["-n", "2"]])
+def test_an_arm_the_filters_leave_out_is_not_checked_before_the_run(
+    pytester: pytest.Pytester, dist: list[str]
+) -> None:
+    """The xdist controller's preflight runs the collector's own pipeline: an arm that
+    ``--cardprobe-channel``/``--cardprobe-condition`` leave out is not collected, so its
+    cassette path cannot stop the run (the preflight used to check every arm)."""
+    pytester.makeini("[pytest]\ncardprobe_models = m\n")
+    (pytester.path / "p.md").write_text("Answer with a card.\n")
+    # 224 characters: "<id>-prose-cold.yaml" fits a 255-byte file name (with the
+    # temporary file's extra), "<id>-prose-schema.yaml" does not.
+    case = "d" * 224
+    (pytester.path / "s.yaml").write_text(
+        "cardprobe: 1\nname: s\nchannels: [prose]\nconditions: [cold, schema]\n"
+        f"prompts: {{prose: p.md}}\ncases:\n  - id: {case}\n"
+        "    prompt: pick a day\n    accept: [Input.Date]\n"
+    )
+    everything = pytester.runpytest("-p", "no:cacheprovider", "s.yaml", *dist)
+    assert everything.ret == pytest.ExitCode.USAGE_ERROR
+    everything.stderr.fnmatch_lines(["*file system allows*"])
+    chosen = pytester.runpytest(
+        "-p", "no:cacheprovider", "s.yaml", *dist,
+        "--cardprobe-channel", "prose", "--cardprobe-condition", "cold",
+    )  # fmt: skip
+    out = chosen.stdout.str() + chosen.stderr.str()
+    assert "file system allows" not in out, out
+    assert chosen.ret == pytest.ExitCode.OK, out  # replay of a suite never recorded: skipped
+    chosen.stdout.fnmatch_lines(["*1 skipped*"])

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from real_servers import pins
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "ollama-0.11.4"
 
@@ -60,8 +61,7 @@ def test_shipped_recordings_come_from_todays_ollama() -> None:
     from pytest_cardprobe.wire.cassettes.reading import read_cassette
 
     root = Path(__file__).resolve().parents[2]
-    script = (root / "scripts" / "real-servers").read_text(encoding="utf-8")
-    latest = script.split('OLLAMA_LATEST = "v', 1)[1].split('"', 1)[0]
+    latest = pins.plain(pins.OLLAMA_LATEST)
     found: dict[str, list[str]] = {}
     for path in sorted((root / "cassettes").rglob("*.yaml")):
         meta = read_cassette(path).get("metadata", {}).get("cardprobe", {})
@@ -72,7 +72,7 @@ def test_shipped_recordings_come_from_todays_ollama() -> None:
             f"{model.get('name', '?')} {model.get('digest', '?')}"
         )
         found.setdefault(where, []).append(path.relative_to(root).as_posix())
-    assert sum(map(len, found.values())) >= 252  # cards.yaml 200 tests, tools.yaml 52
+    assert sum(map(len, found.values())) >= 270  # cards.yaml 200 tests, tools.yaml 70
     # One server and one model: a re-recording that mixed releases, models or digests fails.
     assert len(found) == 1, {k: v[:3] for k, v in found.items()}
     assert next(iter(found)).startswith(f"ollama {latest}, smollm2:135m "), list(found)

@@ -75,6 +75,6 @@ def test_editing_the_seed_turn_makes_seeded_tests_stale(recorded: pytest.Pyteste
     suite = recorded.path / "cases" / "cards.yaml"
     text = suite.read_text()
     suite.write_text(text.replace("Tram 28 climbing through Alfama", "Tram 28 in Alfama", 1))
-    result, _ = report(recorded, "-k", "date and seeded")
+    result, _ = report(recorded, "-k", "date and seeded", "-vv")  # -vv: each test's paragraph
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*stale cassette*date-prose-seeded.yaml*history changed*"])

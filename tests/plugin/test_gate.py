@@ -43,6 +43,7 @@ def baseline_with_passing(project: pytest.Pytester, channel: str = "prose") -> N
     assert data["gate"]["decision"] == "updated"
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_regression_beyond_the_floor_fails_with_a_readable_report(
     recorded: pytest.Pytester,
 ) -> None:
@@ -66,6 +67,7 @@ def test_regression_beyond_the_floor_fails_with_a_readable_report(
     assert "**Gate: fail**" in md and "### Regressions" in md
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_loss_within_the_floor_passes_with_a_warning(recorded: pytest.Pytester) -> None:
     baseline_with_passing(recorded)
     set_replies(cassette(recorded, "date", "prose", "cold"), content=PROSE)
@@ -73,7 +75,10 @@ def test_loss_within_the_floor_passes_with_a_warning(recorded: pytest.Pytester) 
     assert result.ret == 0, result.stdout.str()
     assert data["gate"]["decision"] == "pass"
     result.stdout.fnmatch_lines(
-        ["*warning: cards/smollm2:135m/prose/cold: pass -> fail within the ±1 noise floor: date*"]
+        [
+            "  let through: cards/smollm2:135m/prose/cold date: ok Input.Date -> prose — the "
+            "arm's net change is -1 case(s), within ±1, so the gate passes it"
+        ]
     )
 
 
@@ -100,6 +105,7 @@ def test_adoption_drop_fails_even_when_cases_still_pass(recorded: pytest.Pyteste
     result.stdout.fnmatch_lines(["*REGRESSION: cards/smollm2:135m/tool/cold: adoption *"])
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_gain_beyond_the_floor_suggests_update(recorded: pytest.Pytester) -> None:
     assert report(recorded, "--cardprobe-update-baseline")[0].ret == 0
     for case, body in CARDS.items():
@@ -139,6 +145,7 @@ def test_arms_without_baseline_keep_the_model_verdict_and_say_how_to_record_one(
     assert strict_data["gate"]["decision"] == "fail"
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_unscored_infra_past_the_share_is_inconclusive(recorded: pytest.Pytester) -> None:
     with fault_server() as server:  # answers preflight, then fails every call (500)
         result, data = report(
@@ -196,14 +203,26 @@ def test_update_baseline_is_stable_and_atomic(recorded: pytest.Pytester) -> None
 
 
 def timing_rows(lines: list[str], first: str) -> list[str]:
-    """The arm column of the timing table under the line ``first`` (up to a blank line, or
-    the end: with nothing after it, the table is the report's last section)."""
+    """The arms of the timing table under the line ``first`` (up to a blank line, or the
+    end: with nothing after it, the table is the report's last section), named from its
+    identity columns and, for those the same on every row, from its caption (``first``)."""
     rows = lines[lines.index(first) + 1 :]
     while rows and not rows[0].strip():
         rows = rows[1:]
     end = rows.index("") if "" in rows else len(rows)
-    arms = [row.strip("| ").split()[0] for row in rows[:end] if row.strip()]
-    return [arm for arm in arms if arm.startswith("cards/")]
+    table = [row for row in rows[:end] if row.strip() and not set(row) <= set("|-")]
+
+    def cells(row: str) -> list[str]:
+        # Identity columns come first, so splitting at spaces keeps them aligned.
+        return [c.strip() for c in row.strip("|").split("|")] if row[0] == "|" else row.split()
+
+    shared = dict(re.findall(r"\b(suite|model) ([^\s,:]+(?::[^\s,:]+)?)", first))
+    names = cells(table[0])
+    ids = []
+    for row in table[1:]:
+        found = {**shared, **dict(zip(names, cells(row), strict=False))}
+        ids.append("/".join(found[k] for k in ("suite", "model", "channel", "condition")))
+    return [arm for arm in ids if arm.startswith("cards/")]
 
 
 # Server figures (durations, token counts), raw model text and the time each cassette was
@@ -223,7 +242,7 @@ def test_shipped_reports_match_their_snapshots(recorded: pytest.Pytester, snapsh
     board = lines[start + 1 : end + 1]
     arms = [f"cards/smollm2:135m/{c}" for c in ARMS]
     # The timing table is there, one row per arm; its figures are left out of the snapshot.
-    head = "timing and tokens (server figures; not gated):"
+    head = "timing and tokens (server figures; not gated), suite cards, model smollm2:135m:"
     assert timing_rows(board, head) == arms
     first = board.index(head)
     board = board[:first] + board[board.index("", first) + 1 :]  # the table and its blank line
@@ -249,3 +268,68 @@ def test_shipped_reports_match_their_snapshots(recorded: pytest.Pytester, snapsh
             if sample["retry_of"]:
                 assert sample["retry_of"].pop("reply") is not None
     assert json.dumps(data, indent=2, sort_keys=True) == snapshot(name="json")
+
+
+def test_an_update_within_the_floor_says_so_and_what_it_wrote(recorded: pytest.Pytester) -> None:
+    baseline_with_passing(recorded)
+    set_replies(cassette(recorded, "date", "prose", "cold"), content=PROSE)
+    result, _ = report(recorded, "--cardprobe-update-baseline")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            # The header is cut at its joints to the terminal's width (pytester: 80).
+            "cardprobe: replay (record mode none: no server is asked); models smollm2:135m",
+            "  writing the baseline cardprobe-baseline.json",
+            "update against the committed baseline cardprobe-baseline.json: 0 regression(s) "
+            "accepted:",
+            "  within the noise floor, not accepted (no reason given): "
+            "cards/smollm2:135m/prose/cold: date (ok Input.Date -> prose)",
+            "1 flip(s) within the ±1 noise floor, written without an acceptance, so the run",
+            "  exits 0: cards/smollm2:135m/prose/cold: date (ok Input.Date -> prose)",
+        ]
+    )
+    assert "accepted" not in json.loads((recorded.path / "cardprobe-baseline.json").read_text())
+
+
+def test_an_update_with_regressions_needs_a_reason_and_then_lists_each_flip(
+    recorded: pytest.Pytester,
+) -> None:
+    baseline_with_passing(recorded)
+    before = (recorded.path / "cardprobe-baseline.json").read_text()
+    for case in ("date", "time"):
+        set_replies(cassette(recorded, case, "prose", "cold"), content=PROSE)
+    refused, data = report(recorded, "--cardprobe-update-baseline")
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
+    assert data["gate"]["decision"] == "refused"
+    refused.stdout.fnmatch_lines(
+        [
+            "update refused: 1 regression(s) against the committed baseline "
+            "cardprobe-baseline.json:",
+            "  REGRESSION: cards/smollm2:135m/prose/cold: passed 4 -> 2 of 25 (floor ±1)*",
+            "  the baseline was not written: an update that accepts regressions says why; run "
+            "again with the reason: pytest -p no:cacheprovider cases *--cardprobe-update-baseline "
+            '--cardprobe-accept-reason "<why these regressions are accepted>"',
+        ]
+    )
+    assert (recorded.path / "cardprobe-baseline.json").read_text() == before
+    why = "the pickers are out of scope for this model"
+    result, data = report(recorded, "--cardprobe-update-baseline", "--cardprobe-accept-reason", why)
+    assert result.ret == 0, result.stdout.str()
+    out = result.stdout.str()
+    assert "FAILED" not in out and "within the" not in out and "flip(s)" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "update against the committed baseline cardprobe-baseline.json: 2 regression(s) "
+            "accepted:",
+            "  accepted cards/smollm2:135m/prose/cold: date (ok Input.Date -> prose), time (ok "
+            "Input.Time -> truncated at the token limit (length): prose) — reason: " + why,
+        ]
+    )
+    cold = [t for t in data["tests"] if (t["channel"], t["condition"]) == ("prose", "cold")]
+    outcomes = {t["case"]: t["outcome"] for t in cold}
+    assert outcomes["date"] == outcomes["time"] == "accepted"
+    written = json.loads((recorded.path / "cardprobe-baseline.json").read_text())["accepted"]
+    assert [(a["case"], a["reason"], a["base"]) for a in written] == [
+        ("date", why, None),
+        ("time", why, None),
+    ]

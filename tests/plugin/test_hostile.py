@@ -5,6 +5,9 @@ left byte for byte as they were.
 
 Each row of ``HOSTILE`` is one input. The project is a copy of the shipped suite, cassettes
 and baseline in ``<tmp>/proj``; ``<tmp>/outside`` stands for the rest of the disk.
+Inputs whose whole story is one reader refusing one value (an option or ini value, a
+number in a suite) are unit tests of that reader instead; ``ROWS`` names them beside the
+rows kept here, and every guide row keeps at least one whole run when it has any.
 """
 
 from __future__ import annotations
@@ -213,23 +216,6 @@ UTF16 = codecs.BOM_UTF16_LE + "cardprobe: 1\nname: x\n".encode("utf-16-le")
 HOSTILE: list[Hostile] = [
     # ---------------------------------------------------------------- call suites and tools files
     Hostile(
-        "tools-json-nan",
-        edit("cases/tools/tools.json", '"minimum": 1,', '"minimum": NaN,'),
-        USAGE,
-        (
-            "tools.json:16: $[0].function.parameters.properties.start_line.minimum: NaN is not a "
-            "finite number",
-        ),
-        TOOLS,
-    ),
-    Hostile(
-        "tools-json-overflow",
-        edit("cases/tools/tools.json", '"minimum": 1,', '"minimum": 1e999,'),
-        USAGE,
-        ("tools.json:16:", "1e999 is not a finite number"),
-        TOOLS,
-    ),
-    Hostile(
         "tools-json-dangling-ref",
         edit("cases/tools/tools.json", '"minimum": 1,', '"$ref": "#/$defs/nope",'),
         USAGE,
@@ -245,7 +231,7 @@ HOSTILE: list[Hostile] = [
         ),
         USAGE,
         (
-            "tools.yaml:43: cases[0].expect.args.pth: case 'readme': tool 'read_file' has no "
+            "tools.yaml:46: cases[0].expect.args.pth: case 'readme': tool 'read_file' has no "
             "argument 'pth'; did you mean 'path'?",
         ),
         TOOLS,
@@ -254,23 +240,33 @@ HOSTILE: list[Hostile] = [
         "sequence-longer-than-max-turns",
         edit("cases/tools.yaml", "max_turns: 4", "max_turns: 2"),
         USAGE,
-        ("the suite's max_turns: 2 (line 24)", "leaves no turn for the answer"),
+        ("the suite's max_turns: 2 (line 27)", "leaves no turn for the answer"),
         TOOLS,
     ),
     # ---------------------------------------------------------------- suites: containment
+    # A renamed suite has nothing recorded: --cardprobe-strict-baseline fails its tests (they
+    # are skipped otherwise) and -vv prints each one's paragraph, which names its cassette.
     Hostile(
         "suite-name-traversal",
         suite("name: cards", "name: ../../outside/x"),
         FAILED,
         ("not recorded", "%2E.%2F..%2Foutside%2Fx"),
+        (*ONE, "--cardprobe-strict-baseline", "-vv"),
     ),
     Hostile(
         "suite-name-absolute",
         suite("name: cards", "name: /tmp/cardprobe-hostile"),
         FAILED,
         ("not recorded", "%2Ftmp%2Fcardprobe-hostile"),
+        (*ONE, "--cardprobe-strict-baseline", "-vv"),
     ),
-    Hostile("suite-name-dotdot", suite("name: cards", "name: '..'"), FAILED, ("%2E.",)),
+    Hostile(
+        "suite-name-dotdot",
+        suite("name: cards", "name: '..'"),
+        FAILED,
+        ("%2E.",),
+        (*ONE, "--cardprobe-strict-baseline", "-vv"),
+    ),
     Hostile(
         "suite-name-empty",
         suite("name: cards", "name: ''"),
@@ -457,24 +453,6 @@ HOSTILE: list[Hostile] = [
         ("cards.yaml:24: options.num_predict", "not a finite number"),
     ),
     Hostile(
-        "options-inf",
-        suite("num_predict: 512", "temperature: .inf"),
-        USAGE,
-        ("options.temperature", "not a finite number"),
-    ),
-    Hostile(
-        "options-nested-neg-inf",
-        suite("num_predict: 512", "stop: [-.inf]"),
-        USAGE,
-        ("options.stop[0]", "not a finite number"),
-    ),
-    Hostile(
-        "tool-parameter-nan",
-        suite("type: string\n", "type: string\n                minimum: .nan\n"),
-        USAGE,
-        ("tool.function.parameters", "not a finite number"),
-    ),
-    Hostile(
         "tool-name-traversal",
         suite("name: render_adaptive_card", "name: ../../x"),
         USAGE,
@@ -485,7 +463,7 @@ HOSTILE: list[Hostile] = [
         suite("- id: date", "- id: '..'"),
         FAILED,
         ("%2E.-prose-cold",),
-        ("cases", "-k", "prose and cold"),
+        ("cases", "-k", "prose and cold", "-vv"),
     ),
     # ---------------------------------------------------------------- cassettes
     Hostile(
@@ -660,7 +638,17 @@ HOSTILE: list[Hostile] = [
             lambda r: (r / cassette_file()).symlink_to("/dev/zero"),
         ),
         FAILED,
-        ("date-prose-cold.yaml", "is a character device"),
+        ("date-prose-cold.yaml", "is a symbolic link to /dev/zero"),
+    ),
+    Hostile(
+        "cassette-link-outside",
+        both(
+            lambda r: (r / cassette_file()).unlink(),
+            lambda r: (r / cassette_file()).symlink_to(r.parent / "outside" / "secret.txt"),
+        ),
+        FAILED,
+        ("date-prose-cold.yaml", "outside the cassette folder"),
+        absent=("OUTSIDE-SECRET",),
     ),
     Hostile(
         "cassette-too-large",
@@ -694,27 +682,6 @@ HOSTILE: list[Hostile] = [
         (*ONE, "--cardprobe-samples", "101"),
     ),
     Hostile(
-        "timeout-inf",
-        ini(),
-        USAGE,
-        ("--cardprobe-request-timeout",),
-        (*ONE, "--cardprobe-request-timeout", "inf"),
-    ),
-    Hostile(
-        "timeout-nan",
-        ini(),
-        USAGE,
-        ("--cardprobe-request-timeout",),
-        (*ONE, "--cardprobe-request-timeout", "nan"),
-    ),
-    Hostile(
-        "noise-floor-negative",
-        ini(),
-        USAGE,
-        ("--cardprobe-noise-floor",),
-        (*ONE, "--cardprobe-noise-floor", "-1"),
-    ),
-    Hostile(
         "cassette-dir-is-a-file",
         write("notadir", "x"),
         USAGE,
@@ -722,30 +689,6 @@ HOSTILE: list[Hostile] = [
         (*ONE, "--cardprobe-cassette-dir", "notadir"),
     ),
     # ---------------------------------------------------------------- ini keys
-    Hostile(
-        "ini-noise-floor-negative",
-        ini("cardprobe_noise_floor = -3"),
-        USAGE,
-        ("cardprobe_noise_floor",),
-    ),
-    Hostile(
-        "ini-max-unscored-negative",
-        ini("cardprobe_max_unscored = -1"),
-        USAGE,
-        ("cardprobe_max_unscored",),
-    ),
-    Hostile("ini-timeout-zero", ini("cardprobe_timeout = 0"), USAGE, ("cardprobe_timeout",)),
-    Hostile("ini-timeout-nan", ini("cardprobe_timeout = nan"), USAGE, ("cardprobe_timeout",)),
-    Hostile("ini-retries-negative", ini("cardprobe_retries = -1"), USAGE, ("cardprobe_retries",)),
-    Hostile(
-        "ini-max-samples-zero", ini("cardprobe_max_samples = 0"), USAGE, ("cardprobe_max_samples",)
-    ),
-    Hostile(
-        "ini-max-file-mb-negative",
-        ini("cardprobe_max_file_mb = -1"),
-        USAGE,
-        ("cardprobe_max_file_mb",),
-    ),
     Hostile(
         "ini-model-dotdot",
         write("pytest.ini", "[pytest]\ncardprobe_models = ..\n"),
@@ -764,7 +707,6 @@ HOSTILE: list[Hostile] = [
         USAGE,
         ("ini key cardprobe_baseline", "outside the project"),
     ),
-    Hostile("ini-api-unknown", ini("cardprobe_api = grpc"), USAGE, ("cardprobe_api",)),
     # ---------------------------------------------------------------- baselines
     Hostile(
         "baseline-binary",
@@ -1024,13 +966,6 @@ HOSTILE: list[Hostile] = [
         absent=("S3CRET" + "PW",),
     ),
     Hostile(
-        "server-port-typo",
-        ini(),
-        USAGE,
-        ("--cardprobe-server 'localhost:1143a' is not a valid http(s) URL",),
-        (*ONE, "--cardprobe-server", "localhost:1143a"),
-    ),
-    Hostile(
         "server-one-slash",
         ini(),
         USAGE,
@@ -1039,51 +974,78 @@ HOSTILE: list[Hostile] = [
         absent=("S3CRET" + "PW",),
     ),
     Hostile(
-        "samples-400-digits",
-        ini(),
-        USAGE,
-        ("--cardprobe-samples wants an integer >= 1, got a number of 401 digits",),
-        (*ONE, "--cardprobe-samples", "1" + "0" * 400),
-    ),
-    Hostile(
-        "flag-two-dashes",
-        ini(),
-        USAGE,
-        ("--cardprobe-samples",),
-        (*ONE, "--cardprobe-samples=--"),
-    ),
-    Hostile(
-        "timeout-more-than-a-day",
-        ini(),
-        USAGE,
-        ("--cardprobe-request-timeout wants a number of seconds > 0 and at most 86400",),
-        (*ONE, "--cardprobe-request-timeout", "1e10"),
-    ),
-    Hostile(
-        "ini-max-file-mb-huge",
-        ini("cardprobe_max_file_mb = 1e308"),
-        USAGE,
-        ("ini key cardprobe_max_file_mb wants a number of MB from 0.000001 (one byte) to 1000000",),
-    ),
-    Hostile(
         "model-not-utf8",
         ini(),
         USAGE,
         ("holds bytes that are not UTF-8 text",),
         ("cases", "--model", "caf\udce9"),
     ),
+    # ---------------------------------------------------------------- round three (issue 33)
+    Hostile(
+        "model-bidi-override",
+        ini(),
+        USAGE,
+        ("holds U+202E RIGHT-TO-LEFT OVERRIDE",),
+        ("cases", "--model", "qwen\u202e3"),
+        absent=("qwen\u202e3",),
+    ),
+    Hostile(
+        "suite-flow-broken",
+        write("cases/flow.yaml", "{cardprobe: 1, name: flow,\n cases: [{id: a, prompt: q}\n"),
+        USAGE,
+        ("flow.yaml:3: invalid YAML",),
+    ),
+    Hostile(
+        "step-summary-fifo",
+        fifo("summary.fifo"),
+        OK,
+        ("warning: cannot write the $GITHUB_STEP_SUMMARY", "not a regular file"),
+        env={"GITHUB_STEP_SUMMARY": "summary.fifo"},
+    ),
+    Hostile(
+        "cassette-alias-bomb",
+        write(
+            cassette_file(),
+            "version: 1\ninteractions: []\nbomb:\n  a0: &a0 [lol]\n"
+            + "".join(f"  a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]\n" for n in range(1, 9))
+            + "metadata:\n  cardprobe: {unsupported: *a8}\n",
+        ),
+        FAILED,
+        ("corrupt cassette", "expand to more than 200,000 values (an alias bomb)"),
+    ),
+    Hostile(
+        "cassette-metadata-list",
+        cassette(lambda d: d["metadata"]["cardprobe"].update(suite_file=["x"] * 3)),
+        FAILED,
+        ("corrupt cassette", "metadata cardprobe.suite_file is list, not text"),
+    ),
+    Hostile(
+        "report-is-baseline",
+        lambda root: None,
+        USAGE,
+        ("resolves to the baseline",),
+        (*ONE, "--cardprobe-update-baseline", "--cardprobe-json", "cardprobe-baseline.json"),
+    ),
+    Hostile(
+        "report-is-suite",
+        lambda root: None,
+        USAGE,
+        ("is a cardprobe suite",),
+        (*ONE, "--cardprobe-md", "cases/cards.yaml"),
+    ),
 ]
 
 
-# --------------------------------------------------------------------------- the README table
+# --------------------------------------------------------------------------- the guide's table
 
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the README's "What happens when…" table and the examples that show it.
+    """One row of the guide's "What happens when…" table (docs/guide/what-happens-when.md) and
+    the examples that show it.
 
     ``input`` is a phrase of the row's first cell; every one of ``quotes`` is in the row as
-    the README writes it, and the output of each of its ``hostile`` examples (run by
+    the guide writes it, and the output of each of its ``hostile`` examples (run by
     ``test_hostile_input``) shows at least one of them. ``tests`` are other tests showing the
     row (``file::function``): live ones, or ones this table's machinery cannot arrange.
     """
@@ -1094,19 +1056,28 @@ class Row:
     tests: tuple[str, ...] = ()
 
 
-HOSTILE_TWO = "tests/plugin/test_hostile_two.py"
-FINDINGS = "tests/unit/test_fuzz_findings.py"
+INTERNAL = "tests/plugin/test_internal_errors.py"
+NONFINITE = "tests/plugin/test_non_finite_numbers.py"
+NAME_LENGTHS = "tests/plugin/test_cassette_name_lengths.py"
+TEXT = "tests/unit/test_invalid_text.py"
+ARGUMENTS = "tests/unit/test_unsendable_arguments.py"
+REPORTS = "tests/unit/test_report_reading.py"
+PREFIXED = "tests/unit/test_prefixed_server.py"
+LIMITS = "tests/unit/test_option_value_limits.py"
 HERE = "tests/plugin/test_hostile.py"
 OPTIONS = "tests/plugin/test_option_values.py"
 FAULTS = "tests/live/test_faults_live.py"
 WIRE = "tests/plugin/test_wire_inputs.py"
+REPLIES = "tests/plugin/test_hostile_replies.py"
+UNPARSED = "tests/plugin/test_unparsed_recording.py"
+CAPS = "tests/unit/test_reply_caps.py"
 ROWS: tuple[Row, ...] = (
     Row("a suite `name`, model name or case id with `..`", ("%2E.", "%2Ftmp"),
         ("suite-name-traversal", "suite-name-absolute", "suite-name-dotdot", "case-id-dotdot")),
     Row("an empty suite `name`", ("name: expected a non-empty string",), ("suite-name-empty",)),
     Row("makes a cassette file name longer than the file system allows",
         ("makes a cassette file name of",), ("case-id-too-long", "suite-name-too-long"),
-        (f"{HOSTILE_TWO}::test_a_case_id_too_long_for_a_file_name_is_refused_at_collection",)),
+        (f"{NAME_LENGTHS}::test_a_case_id_too_long_for_a_file_name_is_refused_at_collection",)),
     Row("two suites with the same `name`", ("is already used by",), ("two-suites-one-name",)),
     Row("a prompt path outside the project", ("outside the project",),
         ("prompt-etc-passwd", "prompt-absolute", "prompt-outside-sibling",
@@ -1135,13 +1106,14 @@ ROWS: tuple[Row, ...] = (
          "suite-deep-nesting")),
     Row("NaN, `.inf`/`Infinity` or a number that overflows a float (`1e999`) anywhere in a suite",
         ("is not a finite number",),
-        ("tools-json-nan", "tools-json-overflow", "options-nan", "options-inf",
-         "options-nested-neg-inf", "tool-parameter-nan")),
+        ("options-nan",),
+        ("tests/unit/test_suite_finite_numbers.py::test_a_number_no_request_can_carry_is_"
+         "refused_by_the_suite_reader",)),
     Row("a string that is no text (a lone surrogate", ("lone surrogate",),
         ("tools-json-lone-surrogate", "baseline-lone-surrogate", "cassette-reply-lone-surrogate"),
-        (f"{FINDINGS}::test_a_reply_whose_text_holds_a_lone_surrogate_is_malformed_not_a_crash_"
+        (f"{TEXT}::test_a_reply_whose_text_holds_a_lone_surrogate_is_malformed_not_a_crash_"
          "at_the_end",
-         f"{FINDINGS}::test_a_card_whose_type_is_a_lone_surrogate_is_broken_json")),
+         f"{TEXT}::test_a_card_whose_type_is_a_lone_surrogate_is_broken_json")),
     Row("`args:` naming an argument the tool does not declare", ("did you mean 'path'?",),
         ("args-typo",)),
     Row("a tool schema that is not valid JSON Schema",
@@ -1154,17 +1126,14 @@ ROWS: tuple[Row, ...] = (
         ("sequence-longer-than-max-turns",)),
     Row("`--model \"\"`, `--model ..`", ("--model", "cardprobe_models"),
         ("model-empty", "model-dotdot", "model-absolute", "model-traversal", "model-control-char",
-         "model-not-utf8", "ini-model-dotdot")),
+         "model-not-utf8", "ini-model-dotdot", "model-bidi-override")),
     Row("the same model twice", ("a warning",), (),
         (f"{HERE}::test_a_model_given_twice_runs_once_with_a_warning",)),
     Row("`--cardprobe-samples 101`", ("--cardprobe-", "cardprobe_"),
-        ("samples-option-101", "timeout-inf", "timeout-nan", "noise-floor-negative",
-         "ini-noise-floor-negative", "ini-max-unscored-negative", "ini-timeout-zero",
-         "ini-timeout-nan", "ini-retries-negative", "ini-max-samples-zero",
-         "ini-max-file-mb-negative", "samples-400-digits", "flag-two-dashes",
-         "timeout-more-than-a-day", "ini-max-file-mb-huge", "ini-api-unknown"),
-        (f"{HERE}::test_more_samples_than_the_limit_need_the_ini_key",)),
-    Row("`cardprobe_cassette_dir` or `cardprobe_baseline` in the ini pointing outside",
+        ("samples-option-101",),
+        (f"{HERE}::test_more_samples_than_the_limit_need_the_ini_key",
+         f"{LIMITS}::test_an_option_or_ini_value_out_of_range_is_a_usage_error_naming_it")),
+    Row("`cardprobe_cassette_dir`, `cardprobe_baseline` or a report key",
         ("is outside the project",), ("ini-cassette-dir-outside", "ini-baseline-outside")),
     Row("a cassette that is not a server reply", ("corrupt cassette",),
         ("cassette-message-string", "cassette-content-number", "cassette-no-message",
@@ -1174,14 +1143,21 @@ ROWS: tuple[Row, ...] = (
          "cassette-vcr-version", "cassette-no-version", "cassette-status-string",
          "cassette-status-999", "cassette-headers-list", "cassette-interactions-mapping",
          "cassette-top-level-list", "cassette-not-yaml", "cassette-binary", "cassette-python-tag",
-         "cassette-dangling-symlink", "cassette-directory", "cassette-fifo", "cassette-dev-zero")),
+         "cassette-dangling-symlink", "cassette-directory", "cassette-fifo",
+         "cassette-alias-bomb", "cassette-metadata-list")),
+    Row("a cassette that is a symbolic link out of the cassette folder",
+        ("outside the cassette folder",), ("cassette-dev-zero", "cassette-link-outside"),
+        ("tests/plugin/test_cassette_links.py::test_live_never_overwrites_a_file_outside_"
+         "through_a_linked_cassette",
+         "tests/plugin/test_cassette_links.py::test_record_mode_stale_never_creates_a_file_"
+         "outside_through_a_dangling_link")),
     Row("a recorded reply with a number no float can hold", ("1e999 overflows a float",),
         ("cassette-reply-overflow",),
-        (f"{HOSTILE_TWO}::test_a_recorded_number_that_overflows_a_float_is_a_corrupt_cassette",)),
+        (f"{NONFINITE}::test_a_recorded_number_that_overflows_a_float_is_a_corrupt_cassette",)),
     Row("a tool call whose arguments no request could carry back",
         ("malformed read_file: arguments are not valid JSON",), ("tool-arguments-nan",),
-        (f"{FINDINGS}::test_a_tool_loop_refuses_arguments_no_request_can_carry",
-         f"{FINDINGS}::test_arguments_nested_thousands_deep_are_refused_not_a_recursion_error")),
+        (f"{ARGUMENTS}::test_a_tool_loop_refuses_arguments_no_request_can_carry",
+         f"{ARGUMENTS}::test_arguments_nested_thousands_deep_are_refused_not_a_recursion_error")),
     Row("a baseline that is binary, not JSON", ("baseline ",),
         ("baseline-binary", "baseline-not-json", "baseline-format-2", "baseline-arms-list",
          "baseline-arm-a-list", "baseline-verdicts-string", "baseline-verdict-string",
@@ -1190,20 +1166,21 @@ ROWS: tuple[Row, ...] = (
          "baseline-directory", "baseline-fifo", "baseline-dangling-symlink")),
     Row("a `diff` report whose test has a field of the wrong type",
         ("error: new.json: tests[0].condition: expected a string, got a list",), (),
-        (f"{FINDINGS}::test_diff_refuses_a_report_whose_test_has_a_field_of_the_wrong_type",
-         f"{FINDINGS}::test_diff_refuses_a_report_with_a_figure_of_400_digits")),
+        (f"{REPORTS}::test_diff_refuses_a_report_whose_test_has_a_field_of_the_wrong_type",
+         f"{REPORTS}::test_diff_refuses_a_report_with_a_figure_of_400_digits")),
     Row("a baseline or a `diff` report with `NaN`", ("NaN is not a JSON number",),
         ("baseline-nan",),
-        (f"{HOSTILE_TWO}::test_a_baseline_number_that_is_not_finite_is_a_usage_error",
-         f"{HOSTILE_TWO}::test_diff_refuses_a_report_with_a_number_that_is_not_finite")),
+        (f"{NONFINITE}::test_a_baseline_number_that_is_not_finite_is_a_usage_error",
+         f"{NONFINITE}::test_diff_refuses_a_report_with_a_number_that_is_not_finite")),
     Row("`--cardprobe-server` / `cardprobe_servers` / `$OLLAMA_HOST` that is not",
-        ("--cardprobe-server",), ("server-port-typo", "server-one-slash"),
+        ("--cardprobe-server",), ("server-one-slash",),
         (f"{OPTIONS}::test_a_server_that_is_not_an_http_url_is_a_usage_error",
+         f"{LIMITS}::test_an_option_or_ini_value_out_of_range_is_a_usage_error_naming_it",
          f"{OPTIONS}::test_a_bad_ini_server_names_the_key_and_hides_credentials",
          f"{OPTIONS}::test_a_bad_ollama_host_is_a_usage_error",
          f"{WIRE}::test_a_host_httpx_would_refuse_when_sending_is_refused_at_configure_time")),
     Row("a server URL with a path of its own", ("/api/chat",), (),
-        (f"{FINDINGS}::test_a_recording_through_a_server_url_with_a_path_replays",)),
+        (f"{PREFIXED}::test_a_recording_through_a_server_url_with_a_path_replays",)),
     Row("a `cardprobe_headers` line that is not `Name: value`", ("cardprobe_headers",),
         ("header-not-ascii", "header-no-colon"),
         (f"{OPTIONS}::test_a_header_that_cannot_be_sent_is_a_usage_error_that_hides_its_value",
@@ -1226,11 +1203,71 @@ ROWS: tuple[Row, ...] = (
         (), (f"{HERE}::test_a_report_that_cannot_be_written_at_the_end_is_one_line_and_the_"
              "others_are_written",)),
     Row("`GITHUB_STEP_SUMMARY` pointing at a directory", ("warning:",),
-        ("step-summary-directory",)),
+        ("step-summary-directory", "step-summary-fifo"),
+        ("tests/plugin/test_step_summary.py::test_a_step_summary_that_is_a_fifo_is_a_warning_"
+         "not_a_hang",)),
+    Row("a flow-style suite (`{cardprobe: 1, …`) with a YAML syntax error", ("invalid YAML",),
+        ("suite-flow-broken",),
+        ("tests/plugin/test_suite_files.py::test_a_flow_style_suite_with_a_syntax_error_is_a_"
+         "usage_error_naming_file_and_line",)),
+    Row("a report path (pytest's `--junitxml` included) that is the baseline",
+        ("resolves to the baseline", "is a cardprobe suite"),
+        ("report-is-baseline", "report-is-suite"),
+        ("tests/plugin/test_output_paths.py::test_an_output_that_would_replace_an_input_is_a_"
+         "usage_error",)),
+    Row("two `--cardprobe-update-baseline` runs at once", ("take turns",), (),
+        ("tests/plugin/test_concurrent_updates.py::test_two_sessions_updating_the_baseline_at_"
+         "once_keep_both_arms",
+         "tests/unit/test_baseline_updates.py::test_overlapping_updates_keep_every_runs_arm")),
+    Row("a full disk or a read-only cassette folder during `--live`",
+        ("cannot write the cassette",), (),
+        ("tests/plugin/test_recording_failures.py::test_a_cassette_that_cannot_be_written_is_an_"
+         "error_naming_it_and_the_old_one_stays",)),
+    Row("a regular expression that backtracks", ("RE2 cannot run it",), (),
+        ("tests/unit/test_regex_engine.py::test_a_catastrophic_regex_matcher_is_judged_at_once",
+         "tests/unit/test_regex_engine.py::test_a_catastrophic_schema_pattern_is_judged_at_once",
+         "tests/unit/test_regex_engine.py::test_a_pattern_re2_cannot_run_as_meant_is_refused_"
+         "naming_it")),
+    Row("a `max_turns` of a million", ("cardprobe_max_turns",), (),
+        ("tests/unit/test_turn_limit.py::test_max_turns_past_the_limit_is_refused_naming_the_"
+         "ini_key",)),
+    Row("a `$ref` cycle in a tool schema", ("$ref cycle",), (),
+        ("tests/unit/test_schema_refs.py::test_a_ref_cycle_is_refused_at_load_naming_the_chain",
+         "tests/unit/test_schema_refs.py::test_a_suite_with_a_ref_cycle_stops_the_run_with_a_"
+         "usage_error")),
+    Row("credentials in `-o cardprobe_headers` or `-o cardprobe_servers`", ("[redacted]",), (),
+        ("tests/plugin/test_echoed_options.py::test_the_rerecord_hint_in_every_output_carries_"
+         "no_header_value_or_url_password",)),
+    Row("a URL, `www.` host, `@mention` or `#123`", ("code span",), (),
+        ("tests/unit/test_markdown_links.py::test_links_mentions_and_references_become_code",
+         "tests/unit/test_markdown_links.py::test_no_generated_text_leaves_a_live_link_or_"
+         "mention_outside_code")),
+    Row("a suite name or a tool name holding U+202E", ("U+202E",), (),
+        ("tests/unit/test_names.py::test_a_suite_name_with_a_bidi_override_is_refused_naming_key_"
+         "and_line",
+         "tests/unit/test_names.py::test_a_call_tool_name_with_a_bidi_override_is_refused")),
     Row("a server answering 500/503", ("`infra`",), (),
         (f"{FAULTS}::test_a_server_fault_is_infra_retried_unrecorded_and_unscored",
          f"{FAULTS}::test_a_fault_then_a_good_reply_is_retried_and_recorded",
          "tests/plugin/test_breaker.py::test_breaker_stops_asking_a_failing_server")),
+    Row("a tool call the server's parser cannot read",
+        ("unparsed: the server could not parse the tool call",), (),
+        ("tests/live/test_unparsed_live.py::test_a_real_parse_error_is_the_models_plain_and_streamed",
+         f"{UNPARSED}::test_a_parse_error_is_recorded_judged_malformed_and_replayed_so",
+         "tests/unit/test_unparsed_calls.py::test_a_stream_is_unparsed_exactly_when_shape_and_message_agree")),
+    Row("a stream that goes on after `done: true`", ("up to the first `done`",), (),
+        (f"{REPLIES}::test_a_stream_that_goes_on_after_done_is_judged_up_to_done_and_replays_so",
+         "tests/unit/test_stream_done.py::test_the_reply_is_the_stream_cut_at_its_first_done")),
+    Row("a compressed reply (a gzip bomb", ("reply refused: compressed (gzip)",
+                                            "reply refused: larger than the 10 MB cap",
+                                            "stream of more than 100000 chunks",
+                                            "replay reads"), (),
+        (f"{REPLIES}::test_a_gzip_bomb_is_infra_named_and_not_recorded",
+         f"{REPLIES}::test_a_reply_cap_above_the_cassette_cap_is_a_usage_error",
+         f"{REPLIES}::test_a_recording_larger_than_the_cassette_cap_is_not_written",
+         f"{CAPS}::test_a_reply_of_the_default_cap_is_read_and_one_byte_more_is_refused",
+         f"{CAPS}::test_the_stream_limits_at_their_defaults_and_one_past",
+         f"{CAPS}::test_replay_holds_a_recorded_stream_to_the_same_limits")),
     Row("a server that drips one byte", ("request deadline",), (),
         ("tests/unit/test_deadline.py::test_a_reply_that_keeps_dripping_fails_as_infra_at_the_deadline",)),
     Row("`--live` against a server that refuses connections", ("does not answer",), (),
@@ -1240,12 +1277,12 @@ ROWS: tuple[Row, ...] = (
          f"{FAULTS}::test_sigkill_during_a_live_recording_leaves_the_old_cassette_then_a_new_one")),
     Row("an exception escaping the probe path", ("cardprobe internal error", "cardprobe: error in"),
         ("internal-error", "hook-error"),
-        (f"{HOSTILE_TWO}::test_a_bug_of_the_plugin_is_reported_as_one_without_frame_arguments",
-         f"{HOSTILE_TWO}::test_an_error_in_the_users_hook_is_theirs_and_carries_no_secret")),
+        (f"{INTERNAL}::test_a_bug_of_the_plugin_is_reported_as_one_without_frame_arguments",
+         f"{INTERNAL}::test_an_error_in_the_users_hook_is_theirs_and_carries_no_secret")),
     Row("credentials in headers, the server URL or the request body", ("never in cassettes",), (),
         ("tests/live/test_secrets_live.py::test_no_secret_reaches_a_cassette_the_terminal_or_a_"
          "report",
-         f"{FINDINGS}::test_the_settings_show_no_secret_in_a_traceback",
+         f"{LIMITS}::test_the_settings_show_no_secret_in_a_traceback",
          "tests/unit/test_wire_repr.py::test_no_secret_reaches_a_repr_or_a_traceback",
          f"{WIRE}::test_no_credential_in_httpx_or_vcrpy_log_lines")),
     Row("model replies with ANSI escapes", ("\\x1b[2J",), (),
@@ -1254,10 +1291,13 @@ ROWS: tuple[Row, ...] = (
 ROW_OF = {name: row for row in ROWS for name in row.hostile}
 
 
-def readme_rows() -> list[tuple[str, str]]:
-    """The (input, outcome) cells of every row of the README's "What happens when…" table."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## What happens when…", 1)[1].split("\n## ", 1)[0]
+GUIDE_PAGE = ROOT / "docs" / "guide" / "what-happens-when.md"
+
+
+def guide_rows() -> list[tuple[str, str]]:
+    """The (input, outcome) cells of every row of the guide's "What happens when…" table."""
+    text = GUIDE_PAGE.read_text(encoding="utf-8")
+    section = text.split("# What happens when…", 1)[1].split("\n# ", 1)[0]
     cells = []
     for line in section.splitlines():
         if line.startswith("| ") and not line.startswith(("| input |", "|---")):
@@ -1333,7 +1373,7 @@ def test_hostile_input(
         assert said in out, f"{said!r} not in output:\n{out[-3000:]}"
     for secret in case.absent:
         assert secret not in out, f"{secret!r} in output:\n{out[-3000:]}"
-    row = ROW_OF[case.id]  # the README's row of this input: its outcome, in its words
+    row = ROW_OF[case.id]  # the guide's row of this input: its outcome, in its words
     assert not row.quotes or any(q in out for q in row.quotes), (row.input, row.quotes, out[-3000:])
     assert "Traceback" not in out, out[-3000:]
     assert "INTERNALERROR" not in out, out[-3000:]
@@ -1361,30 +1401,30 @@ def _defined(reference: str) -> bool:
     return any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body)
 
 
-@pytest.mark.parametrize(("first", "outcome"), readme_rows(), ids=lambda cell: cell[:48])
-def test_every_row_of_the_readme_table_has_examples_that_show_it(first: str, outcome: str) -> None:
+@pytest.mark.parametrize(("first", "outcome"), guide_rows(), ids=lambda cell: cell[:48])
+def test_every_row_of_the_guide_table_has_examples_that_show_it(first: str, outcome: str) -> None:
     found = [row for row in ROWS if row.input in first]
-    assert len(found) == 1, f"README row {first!r} matches {len(found)} entries of ROWS"
+    assert len(found) == 1, f"guide row {first!r} matches {len(found)} entries of ROWS"
     row = found[0]
     for quote in row.quotes:
-        assert quote in first + outcome, f"{quote!r} is not in the README row {first!r}"
-    assert row.hostile or row.tests, f"README row {first!r} has no example"
+        assert quote in first + outcome, f"{quote!r} is not in the guide row {first!r}"
+    assert row.hostile or row.tests, f"guide row {first!r} has no example"
     for name in row.hostile:
-        assert name in BY_ID, f"{name!r} (README row {first!r}) is no entry of HOSTILE"
+        assert name in BY_ID, f"{name!r} (guide row {first!r}) is no entry of HOSTILE"
     for reference in row.tests:
-        assert _defined(reference), f"{reference} (README row {first!r}) does not exist"
+        assert _defined(reference), f"{reference} (guide row {first!r}) does not exist"
     exits = {BY_ID[name].exit for name in row.hostile}
     if exits:
         # The row says "usage error" exactly when one of its examples is one.
         assert (USAGE in exits) == ("usage error" in outcome), (first, exits)
 
 
-def test_every_example_and_every_entry_belongs_to_a_readme_row() -> None:
-    cells = [first for first, _ in readme_rows()]
+def test_every_example_and_every_entry_belongs_to_a_guide_row() -> None:
+    cells = [first for first, _ in guide_rows()]
     assert sorted(BY_ID) == sorted(ROW_OF), set(BY_ID) ^ set(ROW_OF)
     assert len(BY_ID) == len(HOSTILE), "two entries of HOSTILE share an id"
     for row in ROWS:
-        assert any(row.input in first for first in cells), f"no README row for {row.input!r}"
+        assert any(row.input in first for first in cells), f"no guide row for {row.input!r}"
 
 
 # --------------------------------------------------------------------------- beyond the table

@@ -31,6 +31,10 @@ CARDS = {
 }
 PROSE = "Any weekday morning works well for most people."
 ARM = "cards/smollm2:135m/prose/cold"
+
+
+# These tests read the gate's figures, not the layout: every column, the gate line whole.
+pytestmark = pytest.mark.usefixtures("wide_terminal")
 SIGNIFICANCE = ("--cardprobe-gate", "significance")
 
 
@@ -75,9 +79,11 @@ def unsettle(project: pytest.Pytester, cases: list[str]) -> None:
 def row(result: pytest.RunResult) -> dict[str, str]:
     """The prose/cold row of the card scoreboard, by header (cells cut at header columns)."""
     lines = result.stdout.lines
-    head = next(i for i, line in enumerate(lines) if line.startswith("suite  model"))
+    # The suite and model are said above the table; the gate word leads each row.
+    head = next(i for i, line in enumerate(lines) if re.match(r"gate +channel ", line))
+    assert lines[head - 1] == "suite cards, model smollm2:135m:"
     starts = [(m.start(), m.group()) for m in re.finditer(r"\S+", lines[head])]
-    line = next(x for x in lines[head:] if x.startswith("cards ") and " prose    cold " in x)
+    line = next(x for x in lines[head:] if " prose    cold " in x)
     ends = [s for s, _ in starts[1:]] + [len(line)]
     return {name: line[start:end].strip() for (start, name), end in zip(starts, ends, strict=True)}
 
@@ -113,7 +119,8 @@ def test_a_three_case_coin_flip_fails_the_floor_and_passes_significance(
         [
             "gate: pass — 0 regression(s), 1 warning(s) not significant, * "
             f"(mode significance, {A} = 0.05)",
-            f"  warning: {ARM}: pass -> fail, not significant at {A} = 0.05 (p = 0.125): date *",
+            f"  let through: {ARM} date: * — p = 0.125 is not significant at {A} = 0.05, so the "
+            "gate passes it",
             f"  mode floor ±1 would fail: {ARM} (-3 case(s), p = 0.125)",
             f"3 flip(s) not significant at {A} = 0.05, so the run exits 0: *",
         ]
@@ -216,7 +223,7 @@ def test_diff_between_two_runs_speaks_both_modes(passing: pytest.Pytester) -> No
     sig = passing.run(sys.executable, *args, "--gate", "significance")
     assert sig.ret == 0, sig.stdout.str()
     sig.stdout.fnmatch_lines(
-        [f"  warning: {ARM}: pass -> fail, not significant at {A} = 0.05 (p = 0.125)*"]
+        [f"  let through: {ARM} date: * — p = 0.125 is not significant at {A} = 0.05, so the *"]
     )
     bad = passing.run(sys.executable, *args, "--alpha", "2")
     assert bad.ret == 2 and "--alpha wants a number between 0 and 1" in bad.stderr.str()
@@ -358,11 +365,15 @@ def test_model_text_in_the_markdown_report_is_inert(passing: pytest.Pytester) ->
     assert "<img src=x>" in json.dumps(label), "the label should carry the model's type"
     text = out.read_text()
     body = text.split("\n", 1)[1]  # after the marker, the one comment that belongs there
-    for raw in ("<img", "</td>", "<!--", "[link](", "*bold*", "| "):
-        assert raw not in "\n".join(x for x in body.splitlines() if "Input.Time" in x), raw
+    shown = "\n".join(x for x in body.splitlines() if "Input.Time" in x)
+    for raw in ("<img", "</td>", "<!--", "[link](", "*bold*"):
+        assert raw not in shown, raw
+    # A table mark only escaped (``\|``), whatever follows it (the let-through line goes on).
+    assert not re.search(r"(?<!\\)\|", shown), shown
     # Only what would be markup changes: < and & become entities, a ] before ( and the
-    # emphasis and table marks get a backslash.
-    assert "Input.Time&lt;/td>&lt;img src=x> &lt;!-- [link\\](https://example.invalid) " in body
+    # emphasis and table marks get a backslash, and the bare URL (GitHub would link it by
+    # itself) is code.
+    assert "Input.Time&lt;/td>&lt;img src=x> &lt;!-- [link\\](`https://example.invalid)` " in body
     assert "\\*bold\\* \\|)" in body
     try:
         from markdown_it import MarkdownIt
@@ -371,6 +382,6 @@ def test_model_text_in_the_markdown_report_is_inert(passing: pytest.Pytester) ->
     html = MarkdownIt("commonmark").enable("table").render(text)
     assert "<img" not in html and "<a " not in html and "<em>bold</em>" not in html
     assert (
-        "Input.Time&lt;/td&gt;&lt;img src=x&gt; &lt;!-- [link](https://example.invalid) *bold*"
-        in html
+        "Input.Time&lt;/td&gt;&lt;img src=x&gt; &lt;!-- [link](<code>https://example.invalid)</code>"
+        " *bold*" in html
     )

@@ -1,8 +1,9 @@
-"""``pytest --help``, the README's Options table and docs/design.md §3 agree with the option table.
+"""``pytest --help``, the reference's Options table and docs/design.md §3 agree with the
+option table.
 
-The README table is generated from glue/option_table.py: when this test fails on it, it prints
-the table to paste. §3 lists every flag and ini key by name; ``--help`` shows every flag with
-its help text and hides the deprecated spellings.
+The table of docs/reference/options.md is generated from glue/option_table.py: when this test
+fails on it, it prints the table to paste. §3 lists every flag and ini key by name; ``--help``
+shows every flag with its help text and hides the deprecated spellings.
 """
 
 from __future__ import annotations
@@ -41,16 +42,19 @@ def section(text: str, heading: str) -> str:
     return rest[: end.start()] if end else rest
 
 
-def test_the_readme_options_table_is_the_option_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+OPTIONS_PAGE = ROOT / "docs" / "reference" / "options.md"
+
+
+def test_the_reference_options_table_is_the_option_table() -> None:
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
     table = options_table()
-    assert table in section(readme, "## Options"), f"README ## Options should hold:\n{table}"
+    assert table in section(page, "# Options"), f"{OPTIONS_PAGE} should hold:\n{table}"
 
 
-def test_the_readme_lists_every_renamed_option() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_reference_lists_every_renamed_option() -> None:
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
     table = renamed_table()
-    assert table in section(readme, "## Options"), f"README ## Options should hold:\n{table}"
+    assert table in section(page, "# Options"), f"{OPTIONS_PAGE} should hold:\n{table}"
 
 
 def test_design_section_3_names_every_option_and_ini_key_and_no_other() -> None:

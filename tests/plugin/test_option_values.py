@@ -177,3 +177,26 @@ def test_an_empty_ini_path_is_a_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest("cases")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "ini key cardprobe_baseline wants a path, got an empty one" in result.stderr.str()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--cardprobe-baseline-ref=-upload-pack"], "wants a git revision such as origin/main"),
+        (["--cardprobe-baseline-ref", "main branch"], "wants a git revision such as origin/main"),
+        (["--cardprobe-baseline-ref", "origin/main"], "is not in a git repository"),
+        (["--cardprobe-baseline-ref", "https://x-access-token:ghs_S3CRET@github.com/o/r"],
+         "got a repository URL (not shown: it may hold a token); fetch the base branch first"),
+        (["--cardprobe-update-baseline", "--cardprobe-accept-reason", " "], "wants a reason"),
+        (["--cardprobe-accept-reason", "why"], "give it with --cardprobe-update-baseline"),
+    ],
+)
+def test_a_base_ref_and_a_reason_are_checked_before_any_test(
+    project: pytest.Pytester, args: list[str], said: str
+) -> None:
+    """A ref git could take for an option is refused; outside a repository the base cannot
+    be read; a reason is one line of text, and only an update takes one."""
+    result = project.runpytest("cases", "--model", "m", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert said in result.stderr.str(), result.stderr.str()
+    assert "S3CRET" not in result.stderr.str() + result.stdout.str()

@@ -93,8 +93,9 @@ def test_a_flip_within_the_noise_floor_fails_the_test_but_exits_0(
         [
             "flip: passed in the baseline (ok Input.Date), fails now (prose)",
             "  sample 1/2 FAIL [[]content[]] declined: prose*",
-            "1 flip(s) within the ±1 noise floor, so the run exits 0: "
-            "cards/smollm2:135m/prose/cold date (ok Input.Date -> prose)",
+            # Wrapped to the terminal (pytester's 80 columns) like the rest of the board.
+            "1 flip(s) within the ±1 noise floor, so the run exits 0:",
+            "  cards/smollm2:135m/prose/cold date (ok Input.Date -> prose)",
         ]
     )
     assert result.ret == 0
@@ -112,6 +113,7 @@ def test_flips_beyond_the_noise_floor_exit_1(recorded: pytest.Pytester, workers:
     result.stdout.fnmatch_lines(["gate: fail*", "  REGRESSION: cards/smollm2:135m/prose/cold*"])
 
 
+@pytest.mark.usefixtures("wide_terminal")  # the summary's lines read whole
 @pytest.mark.parametrize("damage", ["missing", "stale", "corrupt"])
 def test_cassette_problems_are_never_forgiven(
     recorded: pytest.Pytester, workers: list[str], damage: str
@@ -129,7 +131,9 @@ def test_cassette_problems_are_never_forgiven(
         broken.write_text("just a string\n")
     result, _ = report(recorded, "-k", "prose and cold", *workers)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    result.stdout.fnmatch_lines(["*errored*never forgiven by the gate*"])
+    # Missing and stale ones are the block of tests that could not replay; a corrupt one
+    # errored on its own: either way never forgiven.
+    result.stdout.fnmatch_lines(["*never forgiven by the gate*"])
 
 
 def test_an_ordinary_failing_test_is_never_forgiven(

@@ -61,6 +61,7 @@ def test_one_canary_side_is_not_measured_never_compared_and_never_written(
     assert result.ret == 0, result.stdout.str()
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_a_slice_update_merges_and_the_next_full_run_passes(everything: pytest.Pytester) -> None:
     path = everything.path / "cardprobe-baseline.json"
     before = path.read_bytes()
@@ -69,7 +70,7 @@ def test_a_slice_update_merges_and_the_next_full_run_passes(everything: pytest.P
     result.stdout.fnmatch_lines(
         [
             "gate: updated — baseline cardprobe-baseline.json: "
-            "updated 8 case(s) in 8 arm(s), kept 244"
+            "updated 8 case(s) in 8 arm(s), kept 262"
         ]
     )
     assert path.read_bytes() == before  # nothing changed, so not one byte
@@ -88,16 +89,18 @@ def test_a_slice_update_merges_and_the_next_full_run_passes(everything: pytest.P
     assert data["gate"]["decision"] == "pass" and data["gate"]["coverage"] is None
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_a_slice_compares_what_ran_and_shows_its_coverage(everything: pytest.Pytester) -> None:
     set_replies(cassette(everything, "date", "prose", "cold"), content="Sure, pick a day.")
     result, data = report(everything, "-k", "date or time")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "suite*model*channel*condition*passed*ran*gate",
-            "cards*prose*cold*2/25*",
+            "suite cards, model smollm2:135m:",
+            "gate*channel*condition*passed*ran*",
+            "ok*prose*cold*2/25*",
             "*coverage: partial run — 16 of 200 baseline case(s) ran in the 8 arm(s) that ran; "
-            "2 baseline arm(s) did not run*",
+            "3 baseline arm(s) did not run*",
         ]
     )
     arms = {f"{a['suite']}/{a['channel']}/{a['condition']}": a for a in data["arms"]}
@@ -106,22 +109,24 @@ def test_a_slice_compares_what_ran_and_shows_its_coverage(everything: pytest.Pyt
     assert sorted(data["gate"]["arms_not_run"]) == [
         "tools/smollm2:135m/call/cold",
         "tools/smollm2:135m/call/history",
+        "tools/smollm2:135m/call/required",
     ]
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_prune_removes_exactly_a_deleted_case(everything: pytest.Pytester) -> None:
     suite = everything.path / "cases" / "cards.yaml"
     data = yaml.safe_load(suite.read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] != "badge"]
     suite.write_text(yaml.safe_dump(data, sort_keys=False))
     result, _ = report(everything, "--cardprobe-update-baseline")
-    result.stdout.fnmatch_lines(["*updated 244 case(s) in 10 arm(s), kept 8"])
+    result.stdout.fnmatch_lines(["*updated 262 case(s) in 11 arm(s), kept 8"])
     merged = baseline(everything)  # merging keeps what did not run, badge included
     assert all("badge" in a["verdicts"] for k, a in merged["arms"].items() if k[:6] == "cards/")
     result, _ = report(everything, "--cardprobe-prune-baseline")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
-        ["*updated 244 case(s) in 10 arm(s), kept 0; pruned 8 case(s) and 0 arm(s) the suites*"]
+        ["*updated 262 case(s) in 11 arm(s), kept 0; pruned 8 case(s) and 0 arm(s) the suites*"]
     )
     expected = without(merged, "badge")
     for arm_id, arm in expected["arms"].items():
@@ -179,6 +184,7 @@ def test_a_suite_file_may_not_record_over_another_files_cassettes(
     assert server.chats  # it was asked
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_quiet_keeps_every_reason_the_gate_failed(tools_project: pytest.Pytester) -> None:
     path = tools_project.path / "cardprobe-baseline.json"
     data = json.loads(path.read_text())
@@ -191,11 +197,12 @@ def test_quiet_keeps_every_reason_the_gate_failed(tools_project: pytest.Pytester
     ]
     assert board[1].startswith("gate: fail — 1 regression(s)")
     assert board[2] == (
-        f"  REGRESSION: canary {CANARY}: supported -> supportedButDeclines; accept it with "
-        "--cardprobe-update-baseline if intended"
+        f"  REGRESSION: canary {CANARY}: supports tools -> declines although supported; "
+        "accept it with --cardprobe-update-baseline if intended"
     )
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_quiet_lists_the_regressed_and_warned_arms(recorded: pytest.Pytester) -> None:
     # The arms that pass date now fail it: prose/cold loses 1 (a warning) ...
     set_replies(cassette(recorded, "date", "prose", "cold"), content=DAY)
@@ -208,8 +215,8 @@ def test_quiet_lists_the_regressed_and_warned_arms(recorded: pytest.Pytester) ->
     result.stdout.fnmatch_lines(
         [
             "gate: pass — 0 regression(s), 1 warning(s)*",
-            "  warning: cards/smollm2:135m/prose/cold: pass -> fail within the ±1 noise floor: "
-            "date (ok Input.Date -> prose)",
+            "  let through: cards/smollm2:135m/prose/cold date: ok Input.Date -> prose — the "
+            "arm's net change is -1 case(s), within ±1, so the gate passes it",
         ]
     )
 
@@ -230,6 +237,7 @@ def test_diff_lists_what_only_one_report_has(everything: pytest.Pytester) -> Non
             "not compared (in one report only):",
             f"  only in OLD ({everything.path / 'old.json'}): tools/smollm2:135m/call/cold",
             f"  only in OLD ({everything.path / 'old.json'}): tools/smollm2:135m/call/history",
+            f"  only in OLD ({everything.path / 'old.json'}): tools/smollm2:135m/call/required",
             "  cards/smollm2:135m/prose/cold: 24 case(s) of OLD not run in NEW",
         ]
     )
@@ -282,12 +290,13 @@ def test_every_rerecord_hint_names_a_command_that_records(recorded: pytest.Pytes
         "'cases/cards.yaml::date[[]smollm2:135m-tool-cold[]]'"
     )
     # Replay (mode none) and mode once (which records only missing cassettes) both say --live.
-    result, _ = report(recorded, "-k", "date and tool and cold")
+    # -vv: each test's own paragraph (without it, one line and one block for the run).
+    result, _ = report(recorded, "-k", "date and tool and cold", "-vv")
     result.stdout.fnmatch_lines([hint])
     with fault_server() as server:
         result, _ = report(
             recorded, "-k", "date and tool and cold", "--cardprobe-record-mode", "once",
-            "--cardprobe-server", server.url, "--cardprobe-no-warmup",
+            "--cardprobe-server", server.url, "--cardprobe-no-warmup", "-vv",
         )  # fmt: skip
     result.stdout.fnmatch_lines([hint])
     assert server.chats == []
@@ -342,6 +351,7 @@ def test_a_collection_error_is_shown_before_any_server_is_asked(
     assert "preflight" not in result.stderr.str()
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_cases_that_errored_are_counted_as_kept(recorded: pytest.Pytester) -> None:
     """An errored test (here: no cassette) keeps its baseline entry, and the summary says so
     (it said ``kept 0``; found by the issue-20 review)."""

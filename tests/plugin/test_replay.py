@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 import yaml
 from cardprobe_testing import cassette, report
 from faultserver import fault_server
+
+from pytest_cardprobe.wire.client import ChatClient
 
 CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: a request that left would fail
 
@@ -18,7 +23,7 @@ def test_replay_needs_no_server_and_prints_the_scoreboard(recorded: pytest.Pytes
     assert len(data["tests"]) == 25 * 8
     assert {t["status"] for t in data["tests"]} <= {"passed", "failed"}
     result.stdout.fnmatch_lines(
-        ["*cardprobe scoreboard*", "suite*model*channel*condition*passed*adoption*", "gate: pass*"]
+        ["*cardprobe scoreboard*", "gate*channel*condition*passed*adoption*", "gate: pass*"]
     )
 
 
@@ -26,37 +31,74 @@ def test_missing_cassette_is_an_error_with_the_record_command(recorded: pytest.P
     cassette(recorded, "date", "prose", "cold").unlink()
     result, data = report(recorded, "-k", "date and prose and cold")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # One line for the test, one block for the run with the command that records it.
     result.stdout.fnmatch_lines(
-        ["*not recorded — run with --live to record it: pytest --live --model smollm2:135m*date*"]
+        [
+            "1 test(s) could not replay*",
+            "  1 not recorded — suite cards (cases/cards.yaml)",
+            "  record exactly them: pytest -p no:cacheprovider cases -k 'date and prose and "
+            "cold'*--cardprobe-record-mode once",
+            "FAILED cases/cards.yaml::date[[]smollm2:135m-prose-cold[]] - not recorded*",
+        ]
     )
+    assert "= FAILURES =" not in result.stdout.str()
     assert data["tests"][0]["status"] == "error"
+    assert data["tests"][0]["problem"] == "not recorded"
+    assert data["tests"][0]["message"].startswith(
+        "not recorded — run with --live to record it: pytest --live --model smollm2:135m "
+    )
+    # -vv shows each test's own paragraph, with the command that records it alone.
+    verbose, _ = report(recorded, "-k", "date and prose and cold", "-vv")
+    verbose.stdout.fnmatch_lines(
+        ["*= FAILURES =*", "not recorded — run with --live to record it: pytest --live*date*"]
+    )
 
 
 @pytest.mark.parametrize(
-    ("edit", "changed"),
+    ("edit", "changed", "words"),
     [
-        (("prompts/tool.md", "When no card fits", "If no card fits"), "system prompt"),
-        (("cards.yaml", "Show an Adaptive Card to the user.", "Show a card."), "tool declaration"),
-        (("cards.yaml", "What should we sort out first?", "What first?"), "history"),
-        (("cards.yaml", "num_predict: 512", "num_predict: 500"), "options"),
+        (
+            ("prompts/tool.md", "When no card fits", "If no card fits"),
+            "system prompt",
+            'system prompt: line 47: "When no card fits, answer in plain prose…" -> '
+            '"If no card fits, answer in plain prose a…"',
+        ),
+        (
+            ("cards.yaml", "Show an Adaptive Card to the user.", "Show a card."),
+            "tool declaration",
+            "render_adaptive_card: description changed",
+        ),
+        (
+            ("cards.yaml", "What should we sort out first?", "What first?"),
+            "history",
+            'history: turn 1: line 1: "…ing. What should we sort out first?" -> '
+            '"…ing. What first?"',
+        ),
+        (
+            ("cards.yaml", "num_predict: 512", "num_predict: 500"),
+            "options",
+            "options.num_predict changed from 512 to 500",
+        ),
     ],
 )
 def test_changed_request_is_stale_naming_what_changed(
-    recorded: pytest.Pytester, edit: tuple[str, str, str], changed: str
+    recorded: pytest.Pytester, edit: tuple[str, str, str], changed: str, words: str
 ) -> None:
     name, old, new = edit
     path = recorded.path / "cases" / name
     text = path.read_text()
     assert old in text
     path.write_text(text.replace(old, new, 1))
-    result, _ = report(recorded, "-k", "date and tool and history")
+    result, data = report(recorded, "-k", "date and tool and history")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(
-        [
-            f"*stale cassette cassettes/cards/smollm2%3A135m/date-tool-history.yaml: *{changed}*"
-            "changed since recording; re-record with: pytest --live --model smollm2:135m*"
-        ]
+    (test,) = data["tests"]
+    assert test["problem"] == "stale"
+    assert test["changes"] == [words]
+    assert test["message"].startswith(
+        f"stale cassette cassettes/cards/smollm2%3A135m/date-tool-history.yaml: {changed} "
+        "changed since recording; re-record with: pytest --live --model smollm2:135m"
     )
+    result.stdout.fnmatch_lines([f"  {words} (1 test(s))", "FAILED *date* - stale: *"])
 
 
 def test_adjust_request_hook_applies_and_shows_as_stale(recorded: pytest.Pytester) -> None:
@@ -66,13 +108,16 @@ def test_adjust_request_hook_applies_and_shows_as_stale(recorded: pytest.Pyteste
             request.options["seed"] = 42
         """
     )
-    result, _ = report(recorded, "-k", "date and prose and cold")
-    result.stdout.fnmatch_lines(["*stale cassette*options changed since recording*"])
+    _, data = report(recorded, "-k", "date and prose and cold")
+    assert data["tests"][0]["changes"] == ["options.seed added"]
+    assert "options changed since recording" in data["tests"][0]["message"]
 
 
 def test_asking_for_more_samples_than_recorded_is_stale(recorded: pytest.Pytester) -> None:
     result, _ = report(recorded, "-k", "date and prose and cold", "--cardprobe-samples", "3")
-    result.stdout.fnmatch_lines(["*stale cassette*holds 2 recorded call(s)*asked for more*"])
+    result.stdout.fnmatch_lines(
+        ["  it holds 2 recorded call(s) and the test asked for more (1 test(s))", "FAILED *date*"]
+    )
 
 
 def _status_not_a_number(text: str) -> str:
@@ -152,6 +197,42 @@ def test_infra_during_live_run_keeps_the_old_cassette(recorded: pytest.Pytester)
     assert data["tests"][0]["status"] == "infra"
     assert path.read_bytes() == old
     assert "infra" in result.stdout.str()
+
+
+def test_a_recorded_failed_attempt_replays_at_once(
+    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shipped cassette holds a failed first attempt (a reply cut at ``done: false``) before
+    the retry that succeeded: replay plays the failure and the retry one after the other and
+    asks for no backoff (it is for a server), and the verdict is the one recorded."""
+    path = cassette(recorded, "number", "prose", "schema")
+    first = json.loads(
+        yaml.safe_load(path.read_text())["interactions"][0]["response"]["body"]["string"]
+    )
+    assert first["done"] is False  # the premise: the recording holds the failed attempt
+    sleeps: list[float] = []
+    plays: list[str] = []
+    init = ChatClient.__init__
+
+    def observed(self: ChatClient, settings: Any, sleep: Any = None, player: Any = None) -> None:
+        def counted(method: str, path: str, content: str) -> Any:
+            plays.append(path)
+            return player(method, path, content)
+
+        init(self, settings, sleep=sleeps.append, player=counted if player else None)
+
+    monkeypatch.setattr(ChatClient, "__init__", observed)
+    result, data = report(recorded, "-k", "number and prose and schema")
+    result.assert_outcomes(xfailed=1)  # failed, as the baseline knows it
+    assert sleeps == []
+    assert plays == ["/api/chat"] * 3  # the cut attempt, its retry, the second sample
+    (test,) = data["tests"]
+    assert test["status"] == "failed"
+    truncated = (
+        "truncated at the token limit (length): broken: invalid JSON Unterminated string "
+        "starting at: line 58 column 16"
+    )
+    assert [(s["label"], s["route"]) for s in test["samples"]] == [(truncated, "content")] * 2
 
 
 def test_json_and_markdown_reports_are_byte_identical_across_replays(

@@ -7,6 +7,8 @@ import json
 import pytest
 from cardprobe_testing import cassette, report, set_replies
 
+from pytest_cardprobe.score.stats import DASH
+
 LONG = "Here is my answer. " * 30  # 570 characters of prose
 HOSTILE = "\x1b[31mRED\x1b[0m \x1b]0;owned\x07 done"
 
@@ -24,11 +26,19 @@ def test_the_shipped_suite_replays_quietly(recorded: pytest.Pytester, workers: l
     result.stdout.fnmatch_lines(
         [
             "*cardprobe scoreboard*",
-            "suite*model*channel*condition*passed*±*adoption*gate",
-            "cards*smollm2:135m*tool*cold*1/25*0*0/50 0%*ok",
+            # The same suite and model on every row: said once, above the table.
+            "suite cards, model smollm2:135m:",
+            # The gate word first; ± and p carry nothing here (no case moved): -v shows them.
+            "gate  channel  condition  passed        samples       adoption",
+            f"ok    tool     cold       1/25 [[]0{DASH}20%[]]  2/50 [[]1{DASH}14%[]]  "
+            f"0/50 0% [[]0{DASH}8%[]]",
+            "key: gate = the arm's verdict against the baseline; *",
             "gate: pass*",
         ]
     )
+    # Every line of the scoreboard fits the terminal pytester gives (80 columns).
+    board = out[next(i for i, line in enumerate(out) if "cardprobe scoreboard" in line) :]
+    assert max(len(line) for line in board) <= 80, "\n".join(board)
 
 
 def test_a_failing_probe_shows_one_line_per_sample_and_the_start_of_its_reply(
@@ -74,3 +84,20 @@ def test_quiet_shows_the_gate_line_and_only_what_explains_it(recorded: pytest.Py
     assert not [line for line in board if line.startswith("cards ")], board
     assert board[1].startswith("gate: pass")
     assert not any("gain:" in line for line in board)
+
+
+def test_a_flip_within_the_floor_fits_the_terminal_on_every_line(
+    recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # control (plain prose wanted) passed in the baseline; a card now is one flip, within ±1.
+    card = json.dumps([{"type": "Input.Date", "id": "d", "label": "Day"}])
+    set_replies(cassette(recorded, "control", "prose", "cold"), content=card)
+    monkeypatch.setenv("COLUMNS", "100")
+    result = recorded.runpytest("-p", "no:cacheprovider", "cases", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    out = result.stdout.lines
+    board = out[next(i for i, line in enumerate(out) if "cardprobe scoreboard" in line) :]
+    board = board[: next(i for i, line in enumerate(board) if "short test summary" in line)]
+    # The note that says why a FAILED test still exits 0 wraps like the rest of the board.
+    assert any(line.startswith("1 flip(s) within the ±1 noise floor") for line in board), board
+    assert max(len(line) for line in board) <= 100, "\n".join(board)

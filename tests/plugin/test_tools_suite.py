@@ -51,20 +51,34 @@ def passed_in_baseline(project: pytest.Pytester, case: str) -> bool:
     return bool(verdicts[case]["passed"])
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_replay_prints_the_call_scoreboard_and_canary(tools_project: pytest.Pytester) -> None:
     result, data = run(tools_project)
     assert result.ret == 0, result.stdout.str()
     assert data["gate"]["decision"] == "pass"
     arms = {a["channel"] + "/" + a["condition"]: a for a in data["arms"]}
-    assert set(arms) == {"call/cold", "call/history"}
-    assert all(a["scored"] == 26 for a in arms.values())
+    assert set(arms) == {"call/cold", "call/history", "call/required"}
+    # Forced, only the 18 cases that expect a call are asked.
+    assert [a["scored"] for a in arms.values()] == [26, 26, 18]
+    assert arms["call/required"]["forced"] is True
     result.stdout.fnmatch_lines(
         [
-            # Columns come from the data: the shipped recording never calls, so no adoption.
-            "suite*model*channel*condition*passed*declined*gate",
-            "tools*smollm2:135m*call*cold*/26*",
-            "tools*smollm2:135m*call*history*/26*",
-            "canary tools/smollm2:135m: *needs_tool called */8, no_tool abstained */8 samples",
+            # Columns come from the data: offered, the shipped recording never calls; forced,
+            # adoption is not measured and says so.
+            # The gate word first; the suite, model and channel, the same on every row, said
+            # once above the table.
+            "suite tools, model smollm2:135m, channel call:",
+            "gate*condition*passed*adoption*declined*",
+            "ok*cold*/26*",
+            "ok*history*/26*",
+            "ok*required*/18*n/a (forced)*",
+            "offered vs forced *",
+            "suite tools, model smollm2:135m:",
+            "cases*offered passed*forced passed*wrong_tool*arguments*no call*",
+            "18*/18*/18*0 / *0 / *36 / 0*recovered*",
+            "canary tools/smollm2:135m: declines although supported — needs_tool called 0/8, "
+            "no_tool abstained 8/8 samples — declines when offered, calls correctly when "
+            "forced (*/4 samples)",
         ]
     )
     # The same under xdist: results and canary cross workers as plain data.
@@ -79,7 +93,7 @@ def test_a_tool_edit_makes_the_suite_stale_naming_tools(tools_project: pytest.Py
     declared = json.loads(tools.read_text())
     declared[0]["function"]["description"] = "Return the text of one file of the project."
     tools.write_text(json.dumps(declared, indent=2))
-    result, _ = run(tools_project, "-k", "readme and cold")
+    result, _ = run(tools_project, "-k", "readme and cold", "-vv")  # -vv: the paragraph
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["*stale cassette *readme-call-cold.yaml: tools changed since recording*--live*"]
@@ -112,6 +126,7 @@ def test_lint_warns_and_strict_tools_stops_the_run(tools_project: pytest.Pyteste
     assert f"{finding} (--cardprobe-strict-tools)" in strict.stderr.str()
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_gate_fails_on_three_lost_cases(tools_project: pytest.Pytester) -> None:
     assert all(passed_in_baseline(tools_project, c) for c in IRRELEVANT)
     for case in IRRELEVANT:
@@ -127,6 +142,7 @@ def test_gate_fails_on_three_lost_cases(tools_project: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.usefixtures("wide_terminal")
 def test_gate_passes_with_a_warning_on_one_lost_case(tools_project: pytest.Pytester) -> None:
     make_replies_call(tool_cassette(tools_project, "capital"), "run_shell", {"command": "ls"})
     result, data = run(tools_project)
@@ -134,9 +150,9 @@ def test_gate_passes_with_a_warning_on_one_lost_case(tools_project: pytest.Pytes
     assert data["gate"]["decision"] == "pass"
     result.stdout.fnmatch_lines(
         [
-            "suite*model*channel*condition*passed*adoption*declined*over_call*gate",
-            "tools*smollm2:135m*call*cold*7/26*-1*2/2 100%*warning",
-            "*warning: tools/smollm2:135m/call/cold: pass -> fail within the ±1 noise floor: "
-            "capital*",
+            "gate*condition*passed*adoption*declined*over_call*",
+            "warning*cold*7/26*-1*2/2 100%*",
+            "  let through: tools/smollm2:135m/call/cold capital: * — the arm's net change is "
+            "-1 case(s), within ±1, so the gate passes it",
         ]
     )

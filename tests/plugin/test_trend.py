@@ -95,14 +95,15 @@ def test_three_committed_baselines_give_three_rows_per_arm(repo: Path) -> None:
     assert out.startswith("cardprobe-baseline.json: 3 version(s)")
     arms = blocks(out)
     always = [a for a in arms if a not in (NEW_ARM, GONE_ARM)]
-    assert len(always) == 9 and len(arms) == 11
+    assert len(always) == 10 and len(arms) == 12
     assert all(len(arms[a]) == 3 for a in always), out
     # The arm appears in the second version and the other goes away in the third.
     assert len(arms[NEW_ARM]) == 2 and len(arms[GONE_ARM]) == 2
     assert "(not in the latest version" in out.split(GONE_ARM, 1)[1].split("\n\n", 1)[0]
     prose = [row.split() for row in arms["cards/smollm2:135m/prose/cold"]]
     assert [r[2] for r in prose] == ["1/25", "2/25", "2/25"]  # date passes from the second
-    tool = [row.split()[8:10] for row in arms["cards/smollm2:135m/tool/cold"]]
+    # Adoption after the passed and samples cells, whose intervals are one word each.
+    tool = [row.split()[6:8] for row in arms["cards/smollm2:135m/tool/cold"]]
     assert tool == [["0/50", "0%"], ["0/50", "0%"], ["4/50", "8%"]]
     assert (
         "  <script>document.title='pwned'</script><img src=x…"
@@ -130,9 +131,9 @@ def test_the_trend_page_is_self_contained_and_runs_nothing(repo: Path, tmp_path:
     assert "<title>cardprobe trend</title>" in dom and "pwned" not in dom.split("<body>")[0]
     assert not re.search(r"<(script|img|a|iframe)\b", dom)
     # One chart per arm: a pass-rate line for all, an adoption line for the tool arms.
-    assert len(re.findall(r'<svg class="chart" id="trend-\d+"', dom)) == 11
-    assert len(re.findall(r'<circle class="point"', dom)) == 9 * 3 + 2 + 2 + 2 * 3
-    assert len(re.findall(r'<polyline class="series"', dom)) == 11 + 2
+    assert len(re.findall(r'<svg class="chart" id="trend-\d+"', dom)) == 12
+    assert len(re.findall(r'<circle class="point"', dom)) == 10 * 3 + 2 + 2 + 2 * 3
+    assert len(re.findall(r'<polyline class="series"', dom)) == 12 + 2
     markdown = md.read_text()
     assert markdown.startswith("## cardprobe trend") and f"### {NEW_ARM}" in markdown
     shot = tmp_path / "trend.png"
@@ -210,3 +211,33 @@ def test_huge_counts_in_a_version_never_raise() -> None:
     text = "\n".join(trend_lines(found))
     assert trend_html(found).startswith("<!doctype html>") and trend_markdown(found)
     assert "cards/smollm2:135m/tool/cold" in text or "skipped aaaaaaa" in text
+
+
+def test_from_a_subfolder_the_baseline_is_the_one_the_ini_key_names(
+    pytester: pytest.Pytester,
+) -> None:
+    # Fails without reading the project's config: trend looked for ./cardprobe-baseline.json
+    # in the folder it was started from and found no history.
+    path = pytester.path
+    git(path, "init", "-q", "-b", "main")
+    (path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.pytest.ini_options]\ncardprobe_baseline = "ci/gate.json"\n'
+    )
+    (path / "ci").mkdir()
+    (path / "src" / "deep").mkdir(parents=True)
+    (path / "src" / "deep" / "cardprobe-baseline.json").write_text("{}")  # a decoy, never read
+    shipped = (ROOT / "cardprobe-baseline.json").read_text()
+    for message in ("first", "second"):
+        (path / "ci" / "gate.json").write_text(shipped + ("\n" if message == "second" else ""))
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", message)
+    done = trend(path / "src" / "deep")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ci/gate.json: 2 version(s)"), done.stdout
+    # --baseline on the command line is relative to the folder trend was started in.
+    given = trend(path / "ci", "--baseline", "gate.json")
+    assert given.stdout.startswith("ci/gate.json: 2 version(s)"), given.stderr
+    # A config file pytest could not read either stops trend with its name.
+    (path / "pyproject.toml").write_text("[tool.pytest.ini_options\n")
+    broken = trend(path / "src")
+    assert broken.returncode == 2 and "pyproject.toml: cannot read it as TOML" in broken.stderr

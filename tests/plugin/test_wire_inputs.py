@@ -46,6 +46,7 @@ def test_ordinary_hosts_still_pass() -> None:
         ("Content-Length: 5", "sets Content-Length, which the HTTP client writes itself"),
         ("Transfer-Encoding: chunked", "sets Transfer-Encoding, which the HTTP client"),
         ("host: evil.example", "sets host, which the HTTP client writes itself"),
+        ("Accept-Encoding: gzip", "sets Accept-Encoding, which the HTTP client writes itself"),
         ("X-Auth: $CARDPROBE_SURELY_UNSET_VAR", "names $CARDPROBE_SURELY_UNSET_VAR, which is not"),
         ("X-Auth: Bearer ${CARDPROBE_SURELY_UNSET_VAR}", "which is not set"),
         ("X-Auth: ${BADV", "has a '${' with no closing '}'"),

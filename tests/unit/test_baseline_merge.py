@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_cardprobe.score.aggregate import Canary, aggregate, canaries
-from pytest_cardprobe.score.baseline import baseline_document, parse_baseline
+from pytest_cardprobe.score.baseline import parse_baseline
+from pytest_cardprobe.score.baseline_update import baseline_document
 from pytest_cardprobe.types import ProbeResult, SampleRecord
 
 

@@ -9,7 +9,8 @@ import pytest
 from pytest_cardprobe.judge.call import ModelTurn
 from pytest_cardprobe.run.loop import feedback_messages
 from pytest_cardprobe.score.aggregate import aggregate, canaries
-from pytest_cardprobe.score.baseline import BaselineError, baseline_document, parse_baseline
+from pytest_cardprobe.score.baseline import BaselineError, parse_baseline
+from pytest_cardprobe.score.baseline_update import baseline_document
 from pytest_cardprobe.score.gate import CanaryChange, GateSettings, decide
 from pytest_cardprobe.score.markdown import markdown
 from pytest_cardprobe.score.report import scoreboard_lines
@@ -115,8 +116,8 @@ class TestCallArms:
             "args_as_string", "declined",
         ]  # fmt: skip
         # Shares carry their 95 % Wilson interval (score/stats.py).
-        assert " ".join(lines[1].split()[:11]) == (
-            f"tools m call cold 2/4 [15{DASH}85 %] 1/2 50% [9{DASH}91 %]"
+        assert " ".join(lines[1].split()[:9]) == (
+            f"tools m call cold 2/4 [15{DASH}85%] 1/2 50% [9{DASH}91%]"
         )
 
 
@@ -196,7 +197,7 @@ class TestCanary:
     def test_line(self) -> None:
         (c,) = canaries(self.run(False, False))
         assert c.line() == (
-            "canary tools/m: supportedButDeclines — needs_tool called 0/1, no_tool abstained 1/1 samples"  # noqa: E501
+            "canary tools/m: declines although supported — needs_tool called 0/1, no_tool abstained 1/1 samples"  # noqa: E501
         )
 
     def test_a_changed_canary_is_a_gate_regression(self) -> None:
@@ -211,12 +212,14 @@ class TestCanary:
         assert gate.decision == "fail"  # ... but the canary moved
         assert gate.canary_changes == [CanaryChange("tools/m", "supported", "supportedButDeclines")]
         assert gate.regressions == [
-            "canary tools/m: supported -> supportedButDeclines; accept it with "
+            "canary tools/m: supports tools -> declines although supported; accept it with "
             "--cardprobe-update-baseline if intended"
         ]
         assert gate.to_dict()["canary"] == {"tools/m": "supportedButDeclines"}
         lines = scoreboard_lines(arms, gate)
-        assert "canary tools/m: supportedButDeclines — needs_tool called 0/1, " in "\n".join(lines)
+        assert "canary tools/m: declines although supported — needs_tool called 0/1, " in "\n".join(
+            lines
+        )
         assert "### Canaries" in markdown(arms, gate)
         same = decide(aggregate(before), before, base, GateSettings(), canaries(before))
         assert same.decision == "pass" and not same.canary_changes

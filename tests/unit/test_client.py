@@ -190,6 +190,13 @@ class TestOpenAIPayload:
         _, body = client.payload(make_request(stop=["</tool_call>"], tool_choice="required"))
         assert body["stop"] == ["</tool_call>"] and body["tool_choice"] == "required"
 
+    def test_max_tokens_given_by_its_openai_name_is_sent(self, make_client: MakeClient) -> None:
+        # options={"max_tokens": 60} was dropped with the Ollama-only keys: llama-server then
+        # generated without a cap and a one-case live run timed out three times (3 x 120 s).
+        client, _ = make_client("openai")
+        _, body = client.payload(make_request(max_tokens=60))
+        assert body["max_tokens"] == 60
+
     def test_no_tools_and_no_response_format_when_not_asked(self, make_client: MakeClient) -> None:
         client, _ = make_client("openai")
         _, body = client.payload(make_request())
@@ -452,6 +459,49 @@ def test_server_error_then_success_needs_one_retry(
     assert reply.content == "Hello"
     assert route.call_count == 2
     assert delays == [0.5]
+
+
+OLLAMA_CUT = {**OLLAMA_OK, "done": False}  # a reply that stopped before finishing
+del OLLAMA_CUT["done_reason"]
+
+
+@pytest.mark.parametrize(
+    "failed",
+    [(200, OLLAMA_CUT), (503, {"error": "server busy"})],
+    ids=["cut-at-done-false", "http-503"],
+)
+def test_a_failed_attempt_a_cassette_holds_replays_without_backoff(
+    server: respx.MockRouter, failed: tuple[int, dict[str, Any]]
+) -> None:
+    """Replay plays a recorded failed attempt and the retry after it at once: the backoff is
+    for a server. A player that answers None (a test being recorded in mode once or stale)
+    sends the request to the server, and then the retry waits as live."""
+    route = server.post("/api/chat").mock(
+        side_effect=[
+            httpx.Response(503, json={"error": "busy"}),
+            httpx.Response(200, json=OLLAMA_OK),
+        ]
+    )
+    status, body = failed
+    recorded = [
+        (status, json.dumps(body).encode(), body if status == 200 else None),
+        (200, json.dumps(OLLAMA_OK).encode(), OLLAMA_OK),
+    ]
+    plays: list[str] = []
+
+    def player(method: str, path: str, content: str) -> tuple[int, bytes, Any] | None:
+        plays.append(path)
+        return recorded.pop(0) if recorded else None
+
+    delays: list[float] = []
+    client = ChatClient(
+        ClientSettings(base_url=BASE, retries=2), sleep=delays.append, player=player
+    )
+    assert client.chat(make_request()).content == "Hello"
+    assert (plays, delays, route.call_count) == (["/api/chat"] * 2, [], 0)
+    # Nothing left to play: the same client asks the server, which fails once, and waits.
+    assert client.chat(make_request()).content == "Hello"
+    assert (len(plays), delays, route.call_count) == (4, [0.5], 2)
 
 
 @pytest.mark.parametrize(

@@ -14,11 +14,11 @@ EVIL = "\"'><script>alert(1)</script><img src=x onerror=alert(2)>javascript:aler
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "section",
     "div", "table", "thead", "tbody", "tr", "th", "td", "details", "summary", "pre", "code",
-    "b", "span", "i", "ul", "li", "svg", "text", "line", "rect", "g",
+    "b", "wbr", "span", "i", "ul", "li", "svg", "text", "line", "rect", "g",
 }  # fmt: skip
 ALLOWED_ATTRIBUTES = {
     "lang", "charset", "http-equiv", "content", "class", "id", "style", "data-kind",
-    "data-unstable", "role",
+    "data-unstable", "data-h", "name", "role",
     "width", "height", "viewbox", "xmlns", "x", "y", "x1", "y1", "x2", "y2", "fill", "stroke",
     "stroke-width",
 }  # fmt: skip
@@ -70,3 +70,17 @@ def test_several_models_are_drawn_side_by_side() -> None:
     assert 'id="models-chart"' in page and "Models side by side" in page
     one = html_report(arms[:1], results[:1], None, {})
     assert 'id="models-chart"' not in one
+
+
+def test_bidi_overrides_and_control_characters_in_model_text_show_as_escapes() -> None:
+    # U+202E would make the reply (and what follows it on the page) read backwards; an escape
+    # character would reach a terminal that prints the file. Line breaks stay (replies are
+    # shown in <pre>).
+    hidden = "abc\u202edef\x1b[31m\u2066x\nnext line"
+    sample = SampleRecord(0, hidden, False, hidden, hidden, reply=hidden)
+    results = [ProbeResult("x::c", "s", "m", "tool", "cold", "c", "failed", [sample])]
+    arms = aggregate(results)
+    gate = decide(arms, results, Baseline({}), GateSettings())
+    page = html_report(arms, results, gate, {"models": ["m"]})
+    assert not any(ch in page for ch in "\u202e\u2066\x1b")
+    assert "abc\\u202edef\\x1b[31m\\u2066x\nnext line" in page

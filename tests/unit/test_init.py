@@ -42,8 +42,9 @@ def test_the_starter_call_suite_loads_with_clean_tools_and_every_kind_of_expecta
     assert lint_tools(suite.tools, suite.path) == []
     kinds = {c.expect.kind for c in suite.cases if c.expect is not None}
     assert kinds == {"call", "no_call"}
-    tools = load_suite(builtin_suite_path("tools"))
-    assert dict(suite.prompts) == dict(tools.prompts)
+    # Its system prompt is written for its own tools (a coding assistant's once came with them).
+    prompt = suite.prompts["call"]
+    assert "get_weather" in prompt and "set_reminder" in prompt and "code" not in prompt.lower()
 
 
 def test_empty_folder_gets_a_suite_that_loads_and_a_pytest_ini(tmp_path: Path) -> None:
@@ -56,9 +57,10 @@ def test_empty_folder_gets_a_suite_that_loads_and_a_pytest_ini(tmp_path: Path) -
     # Prompts, tool and history start out as the built-in suite's, so both ask the same way.
     assert dict(suite.prompts) == dict(cards.prompts)
     assert suite.tool == cards.tool and suite.history == cards.history
-    assert (tmp_path / "pytest.ini").read_text() == (
-        f"[pytest]\ncardprobe_models = {DEFAULT_MODEL}\ntestpaths = {STARTER_DIR}\n"
-    )
+    # testpaths is left alone: a plain `pytest` collects what it did (here: everything).
+    assert (
+        tmp_path / "pytest.ini"
+    ).read_text() == f"[pytest]\ncardprobe_models = {DEFAULT_MODEL}\n"
 
 
 def test_models_given_are_written_one_per_line(tmp_path: Path) -> None:
@@ -82,34 +84,25 @@ line-length = 88
 """
 
 
-def test_existing_pyproject_is_refused_without_force_and_nothing_is_written(
+def test_an_existing_pyproject_is_added_to_without_force_keeping_everything_else(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
-    before = snapshot(tmp_path)
-    assert init(tmp_path) == 1
-    assert snapshot(tmp_path) == before
-    err = capsys.readouterr().err
-    assert "pyproject.toml: add to [tool.pytest.ini_options]" in err
-    assert f'+ cardprobe_models = ["{DEFAULT_MODEL}"]' in err
-    assert f'+ testpaths = ["{STARTER_DIR}"]' in err
-    assert "--force" in err
-
-
-def test_force_adds_to_the_existing_table_and_keeps_everything_else(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "pyproject.toml: add to [tool.pytest.ini_options]" in out
+    assert f'+ cardprobe_models = ["{DEFAULT_MODEL}"]' in out
     text = (tmp_path / "pyproject.toml").read_text()
     assert "# a comment of the user's" in text and 'name = "app"  # keep me' in text
     data = tomllib.loads(text)
     assert data["tool"]["pytest"]["ini_options"] == {
         "addopts": "-ra",
         "cardprobe_models": [DEFAULT_MODEL],
-        "testpaths": [STARTER_DIR],
     }
     assert data["tool"]["ruff"] == {"line-length": 88}
-    # The keys went into the pytest table, before the next table starts.
-    assert text.index("testpaths") < text.index("[tool.ruff]")
+    # The key went into the pytest table, before the next table starts.
+    assert text.index("cardprobe_models") < text.index("[tool.ruff]")
+    assert (tmp_path / SUITE).is_file()
 
 
 def test_keys_already_set_are_kept_and_named(
@@ -126,45 +119,50 @@ def test_keys_already_set_are_kept_and_named(
     assert (tmp_path / SUITE).is_file()
 
 
-def test_testpaths_without_the_starter_is_named_and_force_adds_it(
+def test_testpaths_are_left_alone_and_init_says_how_the_probes_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text(
-        '[tool.pytest.ini_options]\ntestpaths = ["tests"]  # mine\ncardprobe_models = ["m:7b"]\n'
+    text = (
+        "[tool.pytest.ini_options]\n# the project's own tests\n"
+        'testpaths = ["tests"]  # mine\naddopts = "-ra"\n'
     )
-    before = snapshot(tmp_path)
-    assert init(tmp_path) == 1
-    assert snapshot(tmp_path) == before
-    err = capsys.readouterr().err
-    assert f"add {STARTER_DIR} to testpaths in [tool.pytest.ini_options]" in err
-    assert f"testpaths (tests) does not include {STARTER_DIR}, so pytest would not collect" in err
-    assert init(tmp_path, "--force") == 0
-    assert "testpaths (tests) does not include" in capsys.readouterr().out
-    text = pyproject.read_text()
-    assert f'testpaths = ["tests", "{STARTER_DIR}"]  # mine' in text
-    assert tomllib.loads(text)["tool"]["pytest"]["ini_options"] == {
-        "testpaths": ["tests", STARTER_DIR],
-        "cardprobe_models": ["m:7b"],
-    }
+    pyproject.write_text(text)
+    assert init(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert pyproject.read_text() == text + f'cardprobe_models = ["{DEFAULT_MODEL}"]\n'
+    assert (
+        f"testpaths (tests) leaves {STARTER_DIR}/ out, so a plain `pytest` runs what it ran "
+        f"before; run the probes with `pytest {STARTER_DIR}`"
+    ) in out
+    assert f"`pytest {STARTER_DIR} --live` records the starter's cassettes" in out
 
 
-def test_force_adds_the_starter_to_a_multi_line_ini_testpaths(tmp_path: Path) -> None:
-    (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n    docs\naddopts = -q\n")
-    assert init(tmp_path, "--force") == 0
-    assert (tmp_path / "pytest.ini").read_text() == (
-        f"[pytest]\ntestpaths = tests\n    docs {STARTER_DIR}\naddopts = -q\n"
-        f"cardprobe_models = {DEFAULT_MODEL}\n"
-    )
+@pytest.mark.parametrize(
+    "config",
+    [
+        "[pytest]\ntestpaths = tests\n    docs\naddopts = -q\n",
+        '[tool.pytest.ini_options]\ntestpaths = [\n    "tests",  # unit\n    "e2e",\n]\n',
+    ],
+)
+def test_a_multi_line_testpaths_stays_as_it_was(tmp_path: Path, config: str) -> None:
+    name = "pytest.ini" if config.startswith("[pytest]") else "pyproject.toml"
+    (tmp_path / name).write_text(config)
+    assert init(tmp_path) == 0
+    text = (tmp_path / name).read_text()
+    assert text.startswith(config)  # testpaths as it was, the key added after it
+    assert text[len(config) :].lstrip().startswith("cardprobe_models")
 
 
-def test_a_multi_line_toml_testpaths_gets_the_starter(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\ntestpaths = [\n    "tests",  # unit\n    "e2e",\n]\n'
-    )
-    assert init(tmp_path, "--force") == 0
-    data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
-    assert data["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests", "e2e", STARTER_DIR]
+def test_a_testpaths_that_reaches_the_starter_says_it_is_skipped_until_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = . tests\n")
+    assert init(tmp_path) == 0
+    assert (
+        f"a plain `pytest` collects {STARTER_DIR}/ too: until they are recorded its probes are "
+        "skipped (never recorded), not failed"
+    ) in capsys.readouterr().out
 
 
 def test_crlf_and_a_bom_are_kept_and_old_lines_are_byte_for_byte_the_same(
@@ -174,18 +172,18 @@ def test_crlf_and_a_bom_are_kept_and_old_lines_are_byte_for_byte_the_same(
     (tmp_path / "pytest.ini").write_bytes(ini)
     toml = b'\xef\xbb\xbf[project]\r\nname = "app"\r\n'
     (tmp_path / "pyproject.toml").write_bytes(toml)
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
     data = (tmp_path / "pytest.ini").read_bytes()
     assert data.startswith(b"[pytest]\r\naddopts = -q\r\n")
     assert data.endswith(b"\r\n\r\n[other]\r\nx = 1\r\n")
     assert data.count(b"\n") == data.count(b"\r\n")  # no bare LF added
     (tmp_path / "pytest.ini").unlink()
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
     data = (tmp_path / "pyproject.toml").read_bytes()
     assert data.startswith(toml) and data.count(b"\n") == data.count(b"\r\n")
-    assert tomllib.loads(data[3:].decode())["tool"]["pytest"]["ini_options"]["testpaths"] == [
-        STARTER_DIR
-    ]
+    assert tomllib.loads(data[3:].decode())["tool"]["pytest"]["ini_options"] == {
+        "cardprobe_models": [DEFAULT_MODEL]
+    }
 
 
 def test_a_config_file_that_is_not_utf8_is_refused_not_rewritten(
@@ -201,7 +199,7 @@ def test_an_edited_config_file_keeps_its_mode(tmp_path: Path) -> None:
     config = tmp_path / "pytest.ini"
     config.write_text("[pytest]\naddopts = -q\n")
     config.chmod(0o664)
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
     assert config.stat().st_mode & 0o777 == 0o664
 
 
@@ -228,40 +226,43 @@ def test_the_starter_call_suite_reads_the_tools_file_init_writes_next_to_it(
 
 def test_pyproject_without_pytest_config_gets_a_table(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n')
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
     data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
     assert data["project"] == {"name": "app"}
-    assert data["tool"]["pytest"]["ini_options"]["testpaths"] == [STARTER_DIR]
+    assert data["tool"]["pytest"]["ini_options"] == {"cardprobe_models": [DEFAULT_MODEL]}
     assert not (tmp_path / "pytest.ini").exists()  # pytest would read it instead of pyproject
 
 
 def test_pytest_ini_wins_over_pyproject_as_pytest_reads_it(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -q\n\n[other]\nx = 1\n")
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
     assert (tmp_path / "pyproject.toml").read_text() == PYPROJECT
     assert (tmp_path / "pytest.ini").read_text() == (
-        f"[pytest]\naddopts = -q\ncardprobe_models = {DEFAULT_MODEL}\ntestpaths = {STARTER_DIR}\n"
-        "\n[other]\nx = 1\n"
+        f"[pytest]\naddopts = -q\ncardprobe_models = {DEFAULT_MODEL}\n\n[other]\nx = 1\n"
     )
 
 
 def test_setup_cfg_section_is_the_one_edited(tmp_path: Path) -> None:
     (tmp_path / "setup.cfg").write_text("[metadata]\nname = app\n[tool:pytest]\naddopts = -q\n")
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
     assert "[tool:pytest]\naddopts = -q\ncardprobe_models" in (tmp_path / "setup.cfg").read_text()
     assert not (tmp_path / "pytest.ini").exists()
 
 
-def test_an_edited_starter_file_is_not_overwritten_without_force(
+def test_an_edited_starter_file_is_kept_without_force_and_init_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert init(tmp_path) == 0
     mine = tmp_path / STARTER_DIR / "prompts" / "tool.md"
     mine.write_text("my own prompt\n")
-    assert init(tmp_path) == 1
+    capsys.readouterr()
+    assert init(tmp_path) == 0
     assert mine.read_text() == "my own prompt\n"
-    assert f"{STARTER_DIR}/prompts/tool.md: overwrite" in capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert (
+        f"{STARTER_DIR}/prompts/tool.md: kept (it exists and differs; --force overwrites it)" in out
+    )
     assert init(tmp_path, "--force") == 0
     assert mine.read_text() != "my own prompt\n"
 
@@ -299,8 +300,33 @@ def test_multi_line_arrays_in_the_table_stay_whole(tmp_path: Path) -> None:
         "x = 1\n"
     )
     (tmp_path / "pyproject.toml").write_text(text)
-    assert init(tmp_path, "--force") == 0
+    assert init(tmp_path) == 0
     data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
     assert data["tool"]["pytest"]["ini_options"]["filterwarnings"] == ["error", ["nested", "x"]]
-    assert data["tool"]["pytest"]["ini_options"]["testpaths"] == [STARTER_DIR]
+    assert data["tool"]["pytest"]["ini_options"]["cardprobe_models"] == [DEFAULT_MODEL]
     assert data["tool"]["other"] == {"x": 1}
+
+
+def test_from_a_subfolder_init_writes_into_the_projects_rootdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Fails without finding the project: a pytest.ini and the starter landed in src/app,
+    # where the new pytest.ini would have rooted every run started there.
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    sub = tmp_path / "src" / "app"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    assert cli(["init"]) == 0
+    assert "writing into" in capsys.readouterr().out
+    assert list(sub.iterdir()) == []
+    assert (tmp_path / SUITE).is_file()
+    data = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert data["tool"]["pytest"]["ini_options"]["cardprobe_models"] == [DEFAULT_MODEL]
+
+
+def test_without_a_project_init_writes_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli(["init"]) == 0
+    assert (tmp_path / "pytest.ini").is_file() and (tmp_path / SUITE).is_file()

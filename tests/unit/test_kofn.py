@@ -11,11 +11,8 @@ import pytest
 
 from pytest_cardprobe.glue.failure import headline
 from pytest_cardprobe.score.aggregate import aggregate
-from pytest_cardprobe.score.baseline import (
-    BaselineError,
-    baseline_document,
-    parse_baseline,
-)
+from pytest_cardprobe.score.baseline import BaselineError, parse_baseline
+from pytest_cardprobe.score.baseline_update import baseline_document
 from pytest_cardprobe.score.gate import GateSettings, decide
 from pytest_cardprobe.score.report import scoreboard_lines
 from pytest_cardprobe.score.rule import effective_at_least, label_of, settle

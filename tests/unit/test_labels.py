@@ -64,6 +64,7 @@ EXAMPLES: list[tuple[str, Verdict]] = [
     ("call", calls(turn(ToolCall("read_file", {}, "arguments are not valid JSON")))),
     ("call", calls(turn(refused="refused text-written call to 'read_file' at char 0: bad"))),
     ("call", calls(turn(content="No."))),
+    ("call", calls(ModelTurn("content", (), "No.", forced="format"))),
     ("call", calls(turn(read()), expect=Expectation("no_call"))),
     ("call", calls(turn(read()), expect=TWO)),
     ("call", calls(turn(read(), read(), read()), expect=TWO)),

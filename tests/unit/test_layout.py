@@ -19,8 +19,8 @@ import pytest
 
 PACKAGE = "pytest_cardprobe"
 SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
-LEAVES = {"types", "files", "jsonread"}
-STAGES = ("suite", "wire", "judge", "score")
+LEAVES = {"types", "files", "jsonread", "text", "gitread", "gatesettings"}
+STAGES = ("suite", "wire", "judge", "score", "source")
 #: What each part may import besides itself and the leaves.
 ALLOWED: dict[str, set[str]] = {
     "leaf": set(),
@@ -28,10 +28,14 @@ ALLOWED: dict[str, set[str]] = {
     "wire": set(),
     "judge": {"suite"},
     "score": {"suite", "judge"},
-    "run": {"suite", "wire", "judge", "score"},
-    "glue": {"suite", "wire", "judge", "score", "run"},
-    "cli": {"suite", "wire", "judge", "score"},
-    "top": {"suite", "wire", "judge", "score", "run", "glue", "cli"},
+    # Reading what a suite takes from the application starts processes, which the suite
+    # stage may not: the source stage does, after the suite stage (and redacts as the wire).
+    "source": {"suite", "wire"},
+    "run": {"suite", "wire", "judge"},
+    "glue": {"suite", "wire", "judge", "score", "run", "source"},
+    "draft": {"suite", "wire", "judge"},
+    "cli": {"suite", "wire", "judge", "score", "draft"},
+    "top": {"suite", "wire", "judge", "score", "run", "glue", "cli", "source", "draft"},
 }
 #: Lines a module of ``src/`` may have at most.
 MAX_LINES = 400
@@ -185,7 +189,7 @@ def oversized(root: Path = SRC, limit: int = MAX_LINES) -> list[str]:
 
 def test_the_package_keeps_its_import_rules() -> None:
     graph = import_graph()
-    assert {stage_of(m) for m in graph} >= {"leaf", *STAGES, "run", "glue", "cli", "top"}
+    assert {stage_of(m) for m in graph} >= {"leaf", *STAGES, "run", "glue", "cli", "draft", "top"}
     assert violations(graph) == []
 
 
@@ -219,6 +223,19 @@ def test_the_package_top_holds_only_the_entry_points_and_the_leaves() -> None:
         ("pytest_cardprobe.cli.diff", "pytest_cardprobe.glue.options"),
         ("pytest_cardprobe.judge.call", "pytest_cardprobe.run.runtime"),
         ("pytest_cardprobe.glue.items", "pytest_cardprobe.plugin"),
+        # Starting a subprocess or an MCP server is the source stage's; the suite stage
+        # only parses what a suite says about it, and the run never reads a source.
+        ("pytest_cardprobe.suite.loader", "pytest_cardprobe.source.reader"),
+        ("pytest_cardprobe.run.runtime", "pytest_cardprobe.source.reader"),
+        ("pytest_cardprobe.source.reader", "pytest_cardprobe.glue.state"),
+        ("pytest_cardprobe.source.mcp", "pytest_cardprobe.judge.call"),
+        # Drafting reads the wire's formats and writes the suite's; scoring, the run and
+        # pytest's side are no business of it, and nothing of the pipeline uses it.
+        ("pytest_cardprobe.draft.plan", "pytest_cardprobe.score.gate"),
+        ("pytest_cardprobe.draft.write", "pytest_cardprobe.glue.state"),
+        ("pytest_cardprobe.draft.sources", "pytest_cardprobe.run.runtime"),
+        ("pytest_cardprobe.run.runtime", "pytest_cardprobe.draft.plan"),
+        ("pytest_cardprobe.wire.capture.relay", "pytest_cardprobe.draft.sources"),
     ],
 )
 def test_a_forbidden_edge_is_reported(importer: str, imported: str) -> None:
@@ -300,9 +317,7 @@ def test_relative_imports_are_read_as_the_modules_they_name(tmp_path: Path) -> N
         f"{PACKAGE}.wire.client",
         f"{PACKAGE}.judge.card",
     }
-    assert violations(graph) == [
-        f"{PACKAGE}.judge.sneaky -> {PACKAGE}.wire.client (judge -> wire)"
-    ]
+    assert violations(graph) == [f"{PACKAGE}.judge.sneaky -> {PACKAGE}.wire.client (judge -> wire)"]
 
 
 def test_the_size_limit_names_the_module(tmp_path: Path) -> None:

@@ -69,11 +69,20 @@ def test_server_changed_says_the_kind_once_when_only_the_release_changed() -> No
     old = identity_from_captures("ollama", "ollama-0.11.4")
     new = identity_from_captures("ollama", "ollama-0.33.0")
     llama = identity_from_captures("openai", "llama-server")
+    # Each with its sampling defaults (tests/unit/test_sampling_defaults.py).
+    assert old.pop("sampling").endswith(
+        "repeat_penalty=1.1 seed=-1 temperature=0.8 top_k=40 top_p=0.9 typical_p=1.0"
+    )
+    assert new.pop("sampling").endswith(
+        "repeat_penalty=1.0 seed=-1 temperature=0.8 top_k=40 top_p=0.9 typical_p=1.0"
+    )
+    assert "min_p=0.05" in llama.pop("sampling")
     assert old == {"kind": "ollama", "version": "0.11.4"}
     assert new == {"kind": "ollama", "version": "0.33.0"}
     assert llama == {"kind": "llama-server", "version": "b0-unknown"}
-    assert server_change(old, new) == "ollama 0.11.4 → 0.33.0"
-    assert server_change(new, old) == "ollama 0.33.0 → 0.11.4"
+    # Recorded without them (as before), Ollama's come from the table by version.
+    assert server_change(old, new) == "ollama 0.11.4 → 0.33.0 (repeat_penalty 1.1 → 1.0)"
+    assert server_change(new, old) == "ollama 0.33.0 → 0.11.4 (repeat_penalty 1.0 → 1.1)"
     assert server_change(new, llama) == "ollama 0.33.0 → llama-server b0-unknown"
     assert server_change(new, dict(new)) is None
     assert server_change({}, new) is None and server_change(new, {}) is None

@@ -71,7 +71,7 @@ def test_wilson_of_nothing_is_no_interval_and_the_text_says_it() -> None:
     assert wilson(0, 0) is None
     assert interval_text(0, 0) == "0/0" and bounds_text(0, 0) == ""
     # 12/25: 0.3000-0.6650 by the formula, shown rounded outwards so it holds the bounds.
-    assert interval_text(12, 25) == "12/25 [30\N{EN DASH}67 %]"
+    assert interval_text(12, 25) == "12/25 [30\N{EN DASH}67%]"
     assert wilson(12, 25) == pytest.approx(quadratic_wilson(12, 25))
 
 
@@ -371,4 +371,4 @@ def test_wilson_takes_counts_of_any_size() -> None:
     huge = 10**400
     assert wilson(huge // 2, huge) == pytest.approx((0.5, 0.5))
     assert wilson(0, huge) == (0.0, pytest.approx(0.0)) and wilson(huge, huge)[1] == 1.0  # type: ignore[index]
-    assert interval_text(huge, huge).endswith("[100\N{EN DASH}100 %]")
+    assert interval_text(huge, huge).endswith("[100\N{EN DASH}100%]")

@@ -678,6 +678,10 @@ def test_load_suite_raises_nothing_but_suite_error(
         pytest.param("s.yml", "name: x\ncardprobe: 1\n", True, id="yml-key-not-first"),
         pytest.param("s.YAML", "cardprobe: 1\n", True, id="upper-suffix"),
         pytest.param("s.yaml", "{cardprobe: 1, cases: []}\n", True, id="flow-mapping"),
+        # A flow-style suite with a syntax error is reported with its line, not skipped.
+        pytest.param("s.yaml", "{cardprobe: 1, name: x, cases: [\n", True, id="flow-broken"),
+        pytest.param("s.yaml", '{name: x,\n "cardprobe": 1, cases: ]', True, id="flow-later-key"),
+        pytest.param("s.yaml", "{x: [1, 2}\n# cardprobe mentioned\n", False, id="flow-unmarked"),
         pytest.param("s.yaml", "cardprobe: 2\n", True, id="other-version-is-reported"),
         pytest.param("s.yaml", "cardprobe: 1\ncases: [\n", True, id="broken-but-marked"),
         pytest.param("s.yaml", '"cardprobe": 1\n  bad: [\n', True, id="broken-quoted-marker"),

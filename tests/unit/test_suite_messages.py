@@ -159,7 +159,7 @@ MESSAGES: list[tuple[str, str, str, str, str]] = [
      "    prompt: Show me the README.\n    canary: maybe\n",
      ":9: cases[0].canary: case 'read': unknown canary 'maybe'; use needs_tool, no_tool"),
     ("call-suite-condition", CALL, "conditions: [cold]", "conditions: [cold, seeded]",
-     ":3: conditions[1]: unknown condition 'seeded'; use cold, history"),
+     ":3: conditions[1]: unknown condition 'seeded'; use cold, history, required"),
 ]  # fmt: skip
 
 
@@ -189,3 +189,47 @@ def test_the_unmodified_suites_load(tmp_path: Path, base: str) -> None:
     path = tmp_path / "suite.yaml"
     path.write_text(base, encoding="utf-8")
     assert load_suite(path).cases
+
+
+WRAP = (
+    "; a tool declaration is {type: function, function: {name, description, parameters}}: "
+    "wrap each bare function that way"
+)
+BARE_TOOLS = """\
+[{"name": "read_file", "description": "Read a file.",
+  "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+"""
+
+
+def test_a_tools_file_of_bare_functions_is_told_to_wrap_them(tmp_path: Path) -> None:
+    # Without x-wrap the message ended at "allowed: type, function", with no way forward.
+    (tmp_path / "tools.json").write_text(BARE_TOOLS, encoding="utf-8")
+    path = tmp_path / "suite.yaml"
+    path.write_text(CALL, encoding="utf-8")
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    assert str(info.value) == (
+        f"{tmp_path / 'tools.json'}:1: $[0].name: unknown key; allowed: type, function{WRAP}"
+    )
+
+
+def test_a_card_suites_bare_tool_is_told_to_wrap_it_and_an_other_key_is_not(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "prose.md").write_text("Reply with card JSON.\n", encoding="utf-8")
+    (tmp_path / "tool.md").write_text("Call the tool.\n", encoding="utf-8")
+    path = tmp_path / "suite.yaml"
+    wrapped = CARD[CARD.index("tool:\n") : CARD.index("history:")]
+    bare = CARD.replace(
+        wrapped,
+        "tool:\n  name: render_adaptive_card\n  description: Show a card.\n  parameters:\n"
+        "    type: object\n    properties:\n      body: {type: array, items: {type: object}}\n",
+    )
+    path.write_text(bare, encoding="utf-8")
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    assert str(info.value) == f"{path}:10: tool.name: unknown key; allowed: type, function{WRAP}"
+    path.write_text(CARD.replace("  type: function\n", "  type: function\n  kind: x\n"))
+    with pytest.raises(SuiteError) as other:
+        load_suite(path)
+    assert str(other.value).endswith("tool.kind: unknown key; allowed: type, function")

@@ -66,7 +66,8 @@ def test_settings_without_secrets_show_as_before() -> None:
     plain = ClientSettings(base_url="http://127.0.0.1:11434")
     assert repr(plain) == (
         "ClientSettings(base_url='http://127.0.0.1:11434', api='ollama', stream=False, "
-        "timeout=120.0, retries=2, backoff=0.5, keep_alive='10m', api_key=None, headers={})"
+        "timeout=120.0, retries=2, backoff=0.5, keep_alive='10m', api_key=None, headers={}, "
+        "max_reply_bytes=10485760, limits=StreamLimits(lines=300000, chunks=100000))"
     )
     assert plain == ClientSettings(base_url="http://127.0.0.1:11434")  # equality unchanged
 

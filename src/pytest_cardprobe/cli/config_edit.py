@@ -1,7 +1,9 @@
-"""Adding the starter's ini keys to the project's pytest config file, keeping what is there.
+"""Adding the starter's ini key to the project's pytest config file, keeping what is there.
 
 An existing config file is only added to: keys that are already set keep their values, and
-the result is parsed again and compared with the original before it is written.
+the result is parsed again and compared with the original before it is written. ``testpaths``
+is never touched: what a plain ``pytest`` collects — the command a project's CI runs — stays
+what it was; a note says where the starter stands (``testpaths_note``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_cardprobe.cli.starter import STARTER_DIR
@@ -45,7 +47,7 @@ def _toml_string(value: str) -> str:
 
 
 def _wanted(models: Sequence[str]) -> dict[str, list[str]]:
-    return {"cardprobe_models": list(models), "testpaths": [STARTER_DIR]}
+    return {"cardprobe_models": list(models)}
 
 
 def _as_list(value: object) -> list[str]:
@@ -61,21 +63,20 @@ def _keep_notes(existing: dict[str, Any], where: str, wanted_models: Sequence[st
     return []
 
 
-def _lacks_starter(existing: dict[str, Any]) -> list[str] | None:
-    """The ``testpaths`` already set when they leave the starter folder out, else None."""
+def testpaths_note(existing: dict[str, Any], where: str) -> str:
+    """Where the starter stands with the project's ``testpaths`` (which init leaves alone)."""
     paths = existing.get("testpaths")
-    if paths is None or STARTER_DIR in _as_list(paths):
-        return None
-    return _as_list(paths)
-
-
-def _testpaths_note(where: str, listed: list[str], added: bool) -> str:
-    said = f"{where}: testpaths ({' '.join(listed)}) does not include {STARTER_DIR}, so pytest "
-    if added:
-        return said + f"would not collect the starter; init adds {STARTER_DIR} to it"
-    return said + (
-        f"will not collect the starter; add {STARTER_DIR} to it yourself (init edits only a "
-        f"list written on its own lines), or run `pytest {STARTER_DIR}`"
+    listed = _as_list(paths) if paths is not None else None
+    reach = (PurePosixPath(STARTER_DIR), PurePosixPath("."))
+    if listed is not None and not any(PurePosixPath(p) in reach for p in listed):
+        return (
+            f"{where}: testpaths ({' '.join(listed)}) leaves {STARTER_DIR}/ out, so a plain "
+            f"`pytest` runs what it ran before; run the probes with `pytest {STARTER_DIR}`"
+        )
+    return (
+        f"{where}: a plain `pytest` collects {STARTER_DIR}/ too: until they are recorded its "
+        'probes are skipped (never recorded), not failed; `-m "not cardprobe"` leaves the '
+        "probes out of a run, `-m cardprobe` runs only them"
     )
 
 
@@ -84,67 +85,6 @@ def _section_span(rows: list[str], header: re.Pattern[str], any_header: re.Patte
     start = next(i for i, row in enumerate(rows) if header.match(row))
     end = next((i for i in range(start + 1, len(rows)) if any_header.match(rows[i])), len(rows))
     return range(start + 1, end)
-
-
-def _array_end(text: str, start: int) -> int | None:
-    """Index of the ``]`` closing the TOML array opened at ``text[start]``, or None."""
-    depth, quote, i = 0, "", start
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\" and quote == '"':
-                i += 1
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char == "#":
-            newline = text.find("\n", i)
-            i = len(text) if newline < 0 else newline
-            continue
-        elif char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
-
-
-def _toml_with_starter_path(text: str, section: re.Pattern[str]) -> str | None:
-    """``text`` with the starter folder added to the section's ``testpaths`` array, or None."""
-    rows = text.splitlines(keepends=True)
-    span = _section_span(rows, section, TOML_HEADER)
-    offset = sum(len(r) for r in rows[: span.start])
-    body = "".join(rows[span.start : span.stop])
-    found = re.search(r"^[ \t]*testpaths[ \t]*=[ \t]*\[", body, re.M)
-    end = _array_end(body, found.end() - 1) if found else None
-    if found is None or end is None:
-        return None
-    inner = body[found.end() : end]
-    kept = inner.rstrip()
-    comma = "" if not kept.strip() or kept.endswith(",") else ","
-    space = " " if kept.strip() else ""
-    new_inner = kept + comma + space + _toml_string(STARTER_DIR) + inner[len(kept) :]
-    at = offset + found.end()
-    return text[:at] + new_inner + text[offset + end :]
-
-
-def _ini_with_starter_path(text: str, section: re.Pattern[str], nl: str) -> str | None:
-    """``text`` with the starter folder added to the section's ``testpaths`` line, or None."""
-    rows = text.splitlines(keepends=True)
-    span = _section_span(rows, section, INI_HEADER)
-    first = next((i for i in span if re.match(r"testpaths\s*[=:]", rows[i])), None)
-    if first is None:
-        return None
-    last = first
-    while last + 1 < span.stop and rows[last + 1][:1] in (" ", "\t") and rows[last + 1].strip():
-        last += 1
-    row = rows[last]
-    body = row.rstrip("\r\n")
-    rows[last] = f"{body} {STARTER_DIR}{row[len(body) :] or nl}"
-    return "".join(rows)
 
 
 # A line that starts a section: ``[name]`` at column 0 in ini files; ``[a.b]`` or ``[[a]]``,
@@ -214,22 +154,13 @@ def _toml_change(path: Path, table: tuple[str, ...], models: Sequence[str]) -> C
         r"^\s*\[\s*" + r"\s*\.\s*".join(map(re.escape, table)) + r"\s*\]\s*(#.*)?$"
     )
     has_header = any(pattern.match(row) for row in text.splitlines())
-    listed, extended = _lacks_starter(existing), None
-    if listed is not None:
-        extended = _toml_with_starter_path(text, pattern) if has_header else None
-        notes.append(_testpaths_note(where, listed, extended is not None))
-    if not add and extended is None:
+    notes.append(testpaths_note(existing, where))
+    if not add:
         return notes
     lines = [f"{key} = {_toml_value(values)}" for key, values in add.items()]
     expected = dict(add)
-    if extended is not None and listed is not None:
-        text = extended
-        expected["testpaths"] = [*listed, STARTER_DIR]
-        lines.append(f"testpaths = {_toml_value(expected['testpaths'])}")
-    if not add:
-        new, summary = text, f"add {STARTER_DIR} to testpaths in [{shown}]"
-    elif has_header:
-        new = _insert_after_section(text, pattern, lines[: len(add)], TOML_HEADER, nl)
+    if has_header:
+        new = _insert_after_section(text, pattern, lines, TOML_HEADER, nl)
         summary = f"add to [{shown}]"
     elif existing or _table_defined(before, table):
         raise InitError(
@@ -279,9 +210,7 @@ def _check_toml_kept(
 def _ini_lines(add: dict[str, list[str]]) -> list[str]:
     lines = []
     for key, values in add.items():
-        if key == "testpaths":  # an args-type key: one line, separated by spaces
-            lines.append(f"{key} = {' '.join(values)}")
-        elif len(values) == 1:
+        if len(values) == 1:
             lines.append(f"{key} = {values[0]}")
         else:  # a linelist key: one value per indented line
             lines.extend([f"{key} =", *(f"    {value}" for value in values)])
@@ -307,22 +236,13 @@ def _ini_change(path: Path, section: str, models: Sequence[str]) -> Change | lis
     add = {k: v for k, v in _wanted(models).items() if k not in existing}
     notes = _keep_notes(existing, where, models)
     header = re.compile(r"^\[" + re.escape(section) + r"\]\s*$")
-    listed, extended = _lacks_starter(existing), None
-    if listed is not None:
-        extended = _ini_with_starter_path(text, header, nl)
-        notes.append(_testpaths_note(where, listed, extended is not None))
-    if not add and extended is None:
+    notes.append(testpaths_note(existing, where))
+    if not add:
         return notes
     lines = _ini_lines(add)
     changed = dict(existing)
-    if extended is not None and listed is not None:
-        text = extended
-        changed["testpaths"] = " ".join([*listed, STARTER_DIR])
-        lines.append(f"testpaths = {changed['testpaths']}")
-    if not add:
-        new, summary = text, f"add {STARTER_DIR} to testpaths in [{section}]"
-    elif before.has_section(section):
-        new = _insert_after_section(text, header, _ini_lines(add), INI_HEADER, nl)
+    if before.has_section(section):
+        new = _insert_after_section(text, header, lines, INI_HEADER, nl)
         summary = f"add to [{section}]"
     else:
         lines = [f"[{section}]", *lines]
@@ -333,11 +253,7 @@ def _ini_change(path: Path, section: str, models: Sequence[str]) -> Change | lis
         after.has_section(s) and dict(after.items(s)) == dict(before.items(s))
         for s in before.sections()
         if s != section
-    ) and all(
-        (after.get(section, k).split() if k == "testpaths" else after.get(section, k))
-        == (v.split() if k == "testpaths" else v)
-        for k, v in changed.items()
-    )
+    ) and all(after.get(section, k) == v for k, v in changed.items())
     if not kept or not all(after.has_option(section, k) for k in add):
         raise InitError(f"{path}: could not add the ini lines without changing other content")
     return Change(path, bom + new, existed, summary, lines, notes)

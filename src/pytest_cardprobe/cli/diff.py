@@ -1,14 +1,20 @@
-"""``python -m pytest_cardprobe diff OLD.json NEW.json``: the gate between two recorded runs."""
+"""``cardprobe diff OLD.json [NEW.json]``: the gate between two recorded runs.
+
+Without NEW.json, the report the project's ini key ``cardprobe_json`` names (relative to the
+rootdir, as the plugin writes it; ``cli/project.py``) is the new run.
+"""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_cardprobe.cli import file_arg
+from pytest_cardprobe.cli import file_arg, invoked_as
+from pytest_cardprobe.cli.project import JSON_REPORT_KEY, ConfigProblem, find_project
 
 if TYPE_CHECKING:
     from pytest_cardprobe.score.gate import Gate
@@ -26,14 +32,21 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
     from pytest_cardprobe.score.markdown import markdown
     from pytest_cardprobe.score.report import flip_lines, scoreboard_lines
-    from pytest_cardprobe.types import escape_control
+    from pytest_cardprobe.text import escape_control
 
     parser = argparse.ArgumentParser(
-        prog="python -m pytest_cardprobe diff",
+        prog=f"{invoked_as()} diff",
         description="Per arm: pass and adoption change from OLD to NEW, and the flipped cases.",
     )
     parser.add_argument("old", metavar="OLD.json", type=Path)
-    parser.add_argument("new", metavar="NEW.json", type=Path)
+    parser.add_argument(
+        "new",
+        metavar="NEW.json",
+        type=Path,
+        nargs="?",
+        help="default: the report the ini key cardprobe_json of the project's pytest "
+        "configuration names (the latest run's)",
+    )
     parser.add_argument("--md", metavar="PATH", type=file_arg, help="also write it as Markdown")
     parser.add_argument(
         "--noise-floor",
@@ -67,6 +80,19 @@ def main(argv: Sequence[str]) -> int:
     if args.md is not None and (args.md.is_dir() or str(args.md) == ""):
         print(f"error: --md {args.md} is a directory; give a file path", file=sys.stderr)
         return 2
+    if args.new is None:
+        try:
+            args.new = find_project(Path.cwd()).path(JSON_REPORT_KEY)
+        except ConfigProblem as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.new is None:
+            print(
+                "error: give NEW.json, or set the ini key cardprobe_json in the project's pytest "
+                "configuration so that each run writes the report diff compares with",
+                file=sys.stderr,
+            )
+            return 2
     docs = []
     for path in (args.old, args.new):
         try:
@@ -90,13 +116,21 @@ def main(argv: Sequence[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # An arm only in NEW is listed below as such: no "record a baseline" advice here.
-    lines = scoreboard_lines(arms, gate, baseline_hint=False)
+    # Fitted to a terminal's width (COLUMNS, else the terminal's) as the plugin's scoreboard
+    # is; piped with no COLUMNS, whole lines, for whoever reads them next.
+    width = shutil.get_terminal_size((0, 0)).columns or None
+    lines = scoreboard_lines(arms, gate, baseline_hint=False, width=width)
     flips = flip_lines(gate)
     if flips:
         lines += ["", "flipped cases:", *(f"  {line}" for line in flips)]
     unlike = coverage_lines(gate, str(args.old), str(args.new))
     if unlike:
         lines += ["", "not compared (in one report only):", *(f"  {line}" for line in unlike)]
+    if not lines:  # e.g. two runs that selected no probe test (`-k` matching nothing)
+        lines = [
+            f"nothing to compare: neither report holds an arm ({args.old}, {args.new}); a run "
+            "that selects no probe test writes a report without one"
+        ]
     print(escape_control("\n".join(lines), keep_newlines=True))
     if args.md:
         try:

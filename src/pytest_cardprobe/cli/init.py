@@ -1,9 +1,13 @@
-"""``python -m pytest_cardprobe init [DIR]``: a starter suite and its ini lines for a project.
+"""``python -m pytest_cardprobe init [DIR]``: a starter suite and its ini line for a project.
 
-Nothing is written unless everything can be: when a file init would write or edit already
-exists, it says what would change and stops, and ``--force`` lets it go ahead. Even then an
-existing config file is only added to: keys that are already set keep their values, and the
-result is parsed again and compared with the original before it is written.
+It does the useful thing without ``--force`` and says what it did: starter files that do not
+exist are written; one that exists and differs is the user's and is kept (``--force``
+overwrites it); the project's pytest config file is only added to (``cardprobe_models``,
+unless set), and the result is parsed again and compared with the original before it is
+written, so comments and formatting stay. ``testpaths`` is left alone: a plain ``pytest``,
+the command a project's CI runs, collects what it collected before, and a note says how the
+probes run (``pytest cardprobe``; ``-m cardprobe``). Until they are recorded, starter probes
+a plain ``pytest`` does collect are skipped as never recorded, not failed.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_cardprobe.cli import invoked_as
 from pytest_cardprobe.cli.config_edit import Change, InitError, config_change
-from pytest_cardprobe.cli.starter import DEFAULT_MODEL, starter_files
+from pytest_cardprobe.cli.project import ConfigProblem, find_project
+from pytest_cardprobe.cli.starter import DEFAULT_MODEL, STARTER_DIR, starter_files
 from pytest_cardprobe.files import write_atomically
-from pytest_cardprobe.types import model_problem
+from pytest_cardprobe.text import model_problem
 
 
 @dataclass
@@ -27,14 +33,19 @@ class Plan:
 
     changes: list[Change]
     notes: list[str]
+    kept: list[Path]  # starter files that exist, differ, and are the user's now
 
 
-def plan(root: Path, models: Sequence[str]) -> Plan:
-    """What init would write in ``root``."""
-    changes = []
+def plan(root: Path, models: Sequence[str], force: bool = False) -> Plan:
+    """What init would write in ``root``: an existing starter file that differs is kept
+    unless ``force``."""
+    changes, kept = [], []
     for path, text in starter_files(root).items():
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             continue  # already there as init would write it
+        if path.exists() and not force:
+            kept.append(path)
+            continue
         changes.append(
             Change(path, text, path.exists(), "overwrite" if path.exists() else "create")
         )
@@ -44,7 +55,7 @@ def plan(root: Path, models: Sequence[str]) -> Plan:
         changes.append(config)
     else:
         notes.extend(config)
-    return Plan(changes, notes)
+    return Plan(changes, notes, kept)
 
 
 def _shown(path: Path, root: Path) -> str:
@@ -55,38 +66,31 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def run(root: Path, models: Sequence[str], force: bool, out: Any = None) -> int:
-    """Write the starter into ``root``; 1 without writing anything when it would change files."""
+    """Write the starter into ``root`` and say what was done; 1 when nothing could be."""
     out = out or sys.stdout
     try:
-        todo = plan(root, models)
+        todo = plan(root, models, force)
     except InitError as exc:
         print(f"init: {exc}", file=sys.stderr)
-        return 1
-    clashes = [c for c in todo.changes if c.existed]
-    if clashes and not force:
-        print("init: nothing written; these files exist and would change:", file=sys.stderr)
-        for change in clashes:
-            print(f"  {_shown(change.path, root)}: {change.summary}", file=sys.stderr)
-            for line in change.added_lines:
-                print(f"      + {line}", file=sys.stderr)
-            for note in change.notes:
-                print(f"    note: {note}", file=sys.stderr)
-        print(
-            "run again with --force to write them (ini keys already set are kept)", file=sys.stderr
-        )
         return 1
     for change in todo.changes:
         write_atomically(change.path, change.text)
         print(f"{_shown(change.path, root)}: {change.summary}", file=out)
         for line in change.added_lines:
             print(f"    + {line}", file=out)
-    if not todo.changes:
+    for path in todo.kept:
+        print(
+            f"{_shown(path, root)}: kept (it exists and differs; --force overwrites it)", file=out
+        )
+    if not todo.changes and not todo.kept:
         print("init: the starter is in place already; nothing to do", file=out)
     for note in [*todo.notes, *(n for change in todo.changes for n in change.notes)]:
         print(f"note: {note}", file=out)
     print(
-        "next: start your model server, then `pytest --live` records the starter's cassettes "
-        "and `pytest` replays them; `pytest --cardprobe-suite cards` adds the built-in suite",
+        f"next: start your model server, then `pytest {STARTER_DIR} --live` records the "
+        f"starter's cassettes and `pytest {STARTER_DIR}` replays them (plus "
+        f"`--cardprobe-update-baseline` to write the baseline the gate compares with); "
+        "`pytest --cardprobe-suite cards` adds the built-in suite",
         file=out,
     )
     return 0
@@ -95,10 +99,16 @@ def run(root: Path, models: Sequence[str], force: bool, out: Any = None) -> int:
 def main(argv: Sequence[str]) -> int:
     """``init [DIR] [--model NAME ...] [--force]``."""
     parser = argparse.ArgumentParser(
-        prog="python -m pytest_cardprobe init",
+        prog=f"{invoked_as()} init",
         description="Write a starter cardprobe suite and its ini lines into a project folder.",
     )
-    parser.add_argument("dir", nargs="?", default=".", help="project folder (default: .)")
+    parser.add_argument(
+        "dir",
+        nargs="?",
+        default=None,
+        help="project folder (default: the rootdir of the pytest configuration found from here "
+        "upwards, as pytest finds it; with none, .)",
+    )
     parser.add_argument(
         "--model",
         action="append",
@@ -109,15 +119,29 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="overwrite starter files and add to existing config files (set keys are kept; "
-        "the starter folder is added to a testpaths that lacks it)",
+        help="overwrite starter files that exist and differ (config files are only ever added "
+        "to, keys already set are kept, testpaths is left alone)",
     )
     args = parser.parse_args(list(argv))
     for model in args.models or ():
         problem = model_problem(model)
         if problem:
             parser.error(f"--model {model!r} {problem}")
-    root = Path(args.dir)
+    if args.dir is None:
+        try:
+            project = find_project(Path.cwd())
+        except ConfigProblem as exc:
+            print(f"init: {exc}", file=sys.stderr)
+            return 1
+        root = project.rootdir if project.configfile is not None else Path(".")
+        if project.configfile is not None and project.rootdir != Path.cwd().absolute():
+            # From a subfolder: a config file written here would root pytest runs here.
+            print(
+                f"init: writing into {root}, the project's rootdir (its pytest configuration is "
+                f"{project.configfile.name}); give DIR to write elsewhere"
+            )
+    else:
+        root = Path(args.dir)
     if root.exists() and not root.is_dir():
         parser.error(f"{root} is not a folder")
     return run(root, args.models or [DEFAULT_MODEL], args.force)

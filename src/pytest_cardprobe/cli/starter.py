@@ -14,7 +14,7 @@ import yaml
 
 from pytest_cardprobe.suite.builtin import builtin_suite_path
 
-#: The folder the starter goes into (and what ``testpaths`` names).
+#: The folder the starter goes into (``pytest cardprobe`` runs it).
 STARTER_DIR = "cardprobe"
 STARTER_SUITE = "my-cards"
 STARTER_TOOLS_SUITE = "my-tools"
@@ -25,9 +25,9 @@ DEFAULT_MODEL = "smollm2:135m"
 _HEADER = """\
 # A starter cardprobe suite, written by `python -m pytest_cardprobe init`. It is yours now:
 # edit the cases, add your own, rename it. Every case becomes one pytest test per model,
-# channel and condition; `pytest --live` records the model's replies under cassettes/,
-# plain `pytest` replays them offline. Reference: the built-in suite
-# (`pytest --cardprobe-suite cards`) and the README of pytest-cardprobe.
+# channel and condition; `pytest cardprobe --live` records the model's replies under
+# cassettes/, `pytest cardprobe` replays them offline. Reference: the built-in suite
+# (`pytest --cardprobe-suite cards`) and the guide of pytest-cardprobe (its docs/ folder).
 cardprobe: 1
 name: {name}
 judge: card
@@ -68,9 +68,9 @@ cases:
 
 
 # A call suite: does the model call the tools your application declares, with the right
-# arguments, and leave them alone when no tool fits? Its prompt comes from the built-in
-# tools suite; its tools are read from the tools.json init writes next to it, the way a
-# suite reads the very file an application sends.
+# arguments, and leave them alone when no tool fits? Its tools are read from the tools.json
+# init writes next to it, the way a suite reads the very file an application sends, and its
+# system prompt is written for those tools (a weather and reminders assistant).
 _TOOLS_SUITE = """\
 # A starter call suite, written by `python -m pytest_cardprobe init`. Its tools come from
 # tools.json next to this file: point `tools:` at the tools file your application sends
@@ -102,6 +102,16 @@ cases:
     prompt: What is the capital of Norway?
     expect:
       no_call: true
+"""
+
+#: The starter call suite's system prompt: the assistant its two tools belong to.
+CALL_PROMPT = """\
+You are the assistant of a small personal organiser app. You can look up the current
+weather in a city (get_weather) and set a reminder for later today (set_reminder).
+
+When the user asks about the weather or wants to be reminded of something, call the tool
+that does it, with the arguments the user gave. Answer every other question yourself, in
+one or two plain sentences, without calling a tool. Never invent a tool or an argument.
 """
 
 #: The starter's tools file, in the OpenAI/Ollama ``tools`` shape an application sends.
@@ -173,13 +183,9 @@ def starter_files(root: Path) -> dict[Path, str]:
     for channel, relative in data["prompts"].items():
         source = cards.parent / relative
         files[folder / "prompts" / f"{channel}.md"] = source.read_text(encoding="utf-8")
-    tools = builtin_suite_path("tools")
-    tools_data = yaml.safe_load(tools.read_text(encoding="utf-8"))
     files[folder / f"{STARTER_TOOLS_SUITE}.yaml"] = _TOOLS_SUITE.format(
         name=STARTER_TOOLS_SUITE, tools=STARTER_TOOLS_FILE
     )
     files[folder / STARTER_TOOLS_FILE] = json.dumps(_TOOLS, indent=2) + "\n"
-    files[folder / "prompts" / "call.md"] = (
-        tools.parent / tools_data["prompts"]["call"]
-    ).read_text(encoding="utf-8")
+    files[folder / "prompts" / "call.md"] = CALL_PROMPT
     return files

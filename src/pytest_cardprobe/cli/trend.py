@@ -1,9 +1,14 @@
 """``python -m pytest_cardprobe trend``: each arm's pass rate and adoption across the commits
 that changed the committed baseline, read from git.
 
+The baseline is the one the plugin gates against: ``--baseline``, else the ini key
+``cardprobe_baseline`` of the project's pytest configuration (``cli/project.py``), else
+``cardprobe-baseline.json`` in the rootdir; so trend works from any folder of the project.
+
 ``git log`` lists the commits that touched the file (oldest first), ``git show REV:PATH``
-reads each version; both run as subprocesses of the ``git`` found on ``PATH``, in the
-repository the working directory is in. Nothing is written into the repository.
+reads each version; both run as subprocesses of the ``git`` found on ``PATH``
+(``gitread.py``), in the repository the working directory is in. Nothing is written into
+the repository.
 """
 
 from __future__ import annotations
@@ -11,15 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_cardprobe.cli import file_arg
+from pytest_cardprobe.cli import file_arg, invoked_as
+from pytest_cardprobe.cli.project import (
+    BASELINE_KEY,
+    DEFAULT_BASELINE,
+    ConfigProblem,
+    find_project,
+)
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, write_atomically
-from pytest_cardprobe.types import escape_control
+from pytest_cardprobe.gitread import GitMissing, git, said
+from pytest_cardprobe.text import escape_control
 
 #: Fields of one ``git log`` line, separated by the unit separator (never in a hash or date).
 LOG_FORMAT = "%H%x1f%h%x1f%cs%x1f%s"
@@ -30,25 +41,16 @@ class TrendError(Exception):
 
 
 def _git(top: Path | None, *args: str) -> subprocess.CompletedProcess[bytes]:
-    git = shutil.which("git")
-    if git is None:
+    try:
+        return git(top, *args)
+    except GitMissing:
         raise TrendError(
             "git is not installed (or not on PATH); trend reads the baseline's history from git"
-        )
-    where = ["-C", str(top)] if top is not None else []
-    # No pager, no prompts, no configured colours: plain output for a program to read.
-    env = {**os.environ, "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
-    return subprocess.run(
-        [git, *where, "--no-pager", "-c", "color.ui=never", *args],
-        capture_output=True,
-        env=env,
-        check=False,
-    )
+        ) from None
 
 
 def _said(done: subprocess.CompletedProcess[bytes]) -> str:
-    text = done.stderr.decode("utf-8", "replace").strip().splitlines()
-    return escape_control(text[-1] if text else f"exit status {done.returncode}")
+    return escape_control(said(done))
 
 
 def repository(start: Path) -> Path:
@@ -106,7 +108,7 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.score.trend import Commit, Trend, trend_html, trend_lines, trend_markdown
 
     parser = argparse.ArgumentParser(
-        prog="python -m pytest_cardprobe trend",
+        prog=f"{invoked_as()} trend",
         description="Per arm: pass rate and adoption in every committed version of the baseline.",
     )
     parser.add_argument("--since", metavar="REV", help="only the commits after REV")
@@ -116,8 +118,9 @@ def main(argv: Sequence[str]) -> int:
         "--baseline",
         metavar="PATH",
         type=file_arg,
-        default=Path("cardprobe-baseline.json"),
-        help="the baseline file (default: cardprobe-baseline.json)",
+        default=None,
+        help="the baseline file (default: the ini key cardprobe_baseline of the project's "
+        "pytest configuration, else cardprobe-baseline.json in its rootdir)",
     )
     args = parser.parse_args(list(argv))
     for flag, target in (("--html", args.html), ("--md", args.md)):
@@ -126,8 +129,13 @@ def main(argv: Sequence[str]) -> int:
             print(f"error: {flag} {shown} is a directory; give a file path", file=sys.stderr)
             return 2
     try:
+        baseline = args.baseline or find_project(Path.cwd()).path(BASELINE_KEY, DEFAULT_BASELINE)
+    except ConfigProblem as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
         top = repository(Path.cwd())
-        wanted = Path(os.path.abspath(args.baseline))
+        wanted = Path(os.path.abspath(baseline))
         try:
             path = wanted.relative_to(Path(os.path.realpath(top))).as_posix()
         except ValueError:
@@ -135,7 +143,7 @@ def main(argv: Sequence[str]) -> int:
                 path = wanted.relative_to(top).as_posix()
             except ValueError:
                 raise TrendError(
-                    f"{escape_control(str(args.baseline))} is outside the repository at "
+                    f"{escape_control(str(baseline))} is outside the repository at "
                     f"{escape_control(str(top))}"
                 ) from None
         trend = Trend(path, since=args.since)

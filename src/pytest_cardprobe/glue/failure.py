@@ -3,7 +3,8 @@ and the start of each reply (whole replies with ``-vv``). Model text is escaped.
 
 from __future__ import annotations
 
-from pytest_cardprobe.types import REPLY_PREVIEW, ProbeResult, escape_control, with_class
+from pytest_cardprobe.text import escape_control
+from pytest_cardprobe.types import REPLY_PREVIEW, ProbeResult, with_class
 
 
 def headline(result: ProbeResult) -> str:

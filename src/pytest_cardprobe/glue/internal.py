@@ -11,32 +11,21 @@ secret the run knows of (server credentials, header values, the API key) replace
 from __future__ import annotations
 
 import functools
-import re
 import site
 import sysconfig
 import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_cardprobe.wire.redact import redact_url
+from pytest_cardprobe.wire.redact import scrub
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 #: Frames shown at most, innermost last.
 MAX_FRAMES = 12
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-_SECRET_QUERY = re.compile(r"[?&][^=&]*(?:key|token|secret|pass|sig|auth)[^=&]*=([^&#]+)", re.I)
 
 
 class InternalError(Exception):
     """A bug of the plugin, already written as its secret-free report."""
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with URLs redacted and every known secret value replaced."""
-    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
-    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, "[redacted]")
-    return text
 
 
 def internal_report(exc: BaseException, secrets: Iterable[str] = ()) -> str:
@@ -87,20 +76,3 @@ def _library_roots() -> tuple[Path, ...]:
     roots = {Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     roots |= {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
     return tuple(roots)
-
-
-def run_secrets(settings: object) -> list[str]:
-    """The secret values a run holds: header values, the API key, URL credentials."""
-    found: list[str] = []
-    headers = getattr(settings, "headers", None) or {}
-    found += [str(v) for v in headers.values()]
-    key = getattr(settings, "api_key", None)
-    if key:
-        found.append(str(key))
-    for url in getattr(settings, "servers", None) or []:
-        userinfo = str(url).partition("://")[2].partition("/")[0].rpartition("@")[0]
-        found += [part for part in re.split(r"[:@]", userinfo) if part]
-        found += re.findall(
-            r"[?&][^=&]*(?:key|token|secret|pass|sig|auth)[^=&]*=([^&#]+)", str(url), re.I
-        )
-    return found

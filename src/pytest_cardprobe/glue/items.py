@@ -10,64 +10,27 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_cardprobe.glue.failure import describe
+from pytest_cardprobe.glue.guard import hidden_in_path, input_clashes
 from pytest_cardprobe.glue.hints import BUILTIN_PREFIX
-from pytest_cardprobe.glue.internal import InternalError, internal_report, run_secrets
-from pytest_cardprobe.score.outcome import KNOWN, Outcome, outcome_of
+from pytest_cardprobe.glue.internal import InternalError, internal_report
+from pytest_cardprobe.glue.markers import marker_rule, marker_samples
+from pytest_cardprobe.glue.recording import path_problems
+from pytest_cardprobe.score.outcome import ACCEPTED, KNOWN, UNREVIEWED, Outcome, draft_outcome
 from pytest_cardprobe.score.rule import effective_at_least, settle
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
-from pytest_cardprobe.types import ProbeResult, Verdict
-from pytest_cardprobe.wire.errors import CassetteProblem
+from pytest_cardprobe.types import ProbeResult, Status, Verdict
+from pytest_cardprobe.wire.errors import CassetteProblem, StaleCassette
+from pytest_cardprobe.wire.redact import run_secrets
 
 if TYPE_CHECKING:
     from pytest_cardprobe.glue.state import CardprobeState
     from pytest_cardprobe.judge.registry import Judge
     from pytest_cardprobe.suite.toollint import LintFinding
 
-SAMPLES_HELP = (
-    "samples(n) takes one integer n >= 1 and optionally at_least=k, an integer "
-    "1 <= k <= n, e.g. @pytest.mark.samples(3) or @pytest.mark.samples(3, at_least=2)"
-)
-
-
-def marker_rule(item: pytest.Item) -> tuple[int, int | None] | None:
-    """The validated ``samples(n, at_least=k)`` of ``item`` as (n, k), k None when not
-    given; None without the marker. Bad arguments are a usage error naming the test."""
-    mark = item.get_closest_marker("samples")
-    if mark is None:
-        return None
-    kwargs = dict(mark.kwargs)
-    n: object = None
-    if len(mark.args) == 1 and "n" not in kwargs:
-        n = mark.args[0]
-    elif not mark.args:
-        n = kwargs.pop("n", None)
-    k: object = kwargs.pop("at_least", None)
-    # bool is an int subclass; samples(True) is a mistake, not one sample.
-    fine = type(n) is int and n >= 1 and not kwargs and len(mark.args) <= 1
-    if fine and k is not None:
-        fine = type(k) is int and 1 <= k <= n  # type: ignore[operator]
-    if not fine:
-        shown = ", ".join([*map(repr, mark.args), *(f"{a}={v!r}" for a, v in mark.kwargs.items())])
-        raise pytest.UsageError(f"{item.nodeid}: {SAMPLES_HELP}; got samples({shown})")
-    assert isinstance(n, int) and (k is None or isinstance(k, int))
-    from pytest_cardprobe.glue.state import get_state
-
-    most = get_state(item.config).settings.max_samples
-    if n > most:
-        raise pytest.UsageError(
-            f"{item.nodeid}: samples({n}) is more than the limit of {most} "
-            "(ini cardprobe_max_samples)"
-        )
-    return n, k
-
-
-def marker_samples(item: pytest.Item) -> int | None:
-    """The validated n of ``samples(n)`` of ``item``, or None (see :func:`marker_rule`)."""
-    rule = marker_rule(item)
-    return None if rule is None else rule[0]
-
-
+#: The marker of every probe test (registered in plugin.py): ``-m "not cardprobe"`` leaves
+#: them out of a project's own test run.
+MARKER = "cardprobe"
 _SKIPPED_DIRS = {".git", ".hg", ".tox", ".venv", "venv", "node_modules", "__pycache__", "build"}
 
 
@@ -112,39 +75,73 @@ def suite_files_under(
                 yield candidate
 
 
+class Collected:
+    """What the collection pipeline made of one suite file: its probes, or its errors."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.probes: list[Probe] = []
+        self.shown: list[tuple[type[Warning], Any]] = []  # warnings for the collector to give
+
+
+def collect_suite(state: CardprobeState, path: Path, rootpath: Path) -> Collected:
+    """The collection pipeline of one suite file, written once: the collector runs it, and
+    so does the xdist controller's preflight (which collects nothing itself). In order, each
+    stopping at its first problem: a hidden path, the load, a suite name another file took,
+    an input the run would overwrite, strict tool-lint findings, no model, and the cassette
+    paths of the probes the run selects (``--cardprobe-channel``/``--cardprobe-condition``)."""
+    done = Collected()
+    errors = done.errors
+    hidden = hidden_in_path(path, rootpath)
+    if hidden:
+        errors.append(hidden)
+        return done
+    try:
+        suite = load_suite(
+            path, known_judges=state.judge_names(), limits=state.limits, sources=state.sources
+        )
+    except SuiteError as exc:
+        errors.append(str(exc))
+        return done
+    clash = same_name(state.suite_names, suite.name, path)
+    if clash:
+        errors.append(clash)
+        return done
+    state.note_suite(suite)
+    settings = state.settings
+    errors += input_clashes(settings, suite)  # (the session end then writes no report either)
+    findings = tool_lint(suite)
+    if not errors and settings.strict_tools:
+        errors += [f"{f} (--cardprobe-strict-tools)" for f in findings if f.strict]
+    if errors:
+        return done
+    done.shown = [(ToolLintWarning, f) for f in findings]
+    done.shown += [(SuiteWarning, w) for w in suite.warnings]
+    if not settings.models:
+        errors.append(
+            f"{path}: no model to probe — pass --model NAME (repeatable) or set "
+            "cardprobe_models in [tool.pytest.ini_options]"
+        )
+        return done
+    channels, conditions = settings.channels or None, settings.conditions or None
+    probes = list(expand(suite, settings.models, channels=channels, conditions=conditions))
+    errors += [f"{path}: {p}" for p in path_problems(settings.cassette_dir, probes)]
+    done.probes = [] if errors else probes
+    return done
+
+
 def preflight_errors(
     state: CardprobeState, args: list[str], root: Path, config: pytest.Config | None = None
 ) -> list[str]:
-    """Load every suite up front; the problems a run over ``args`` would stop on."""
+    """The problems a run over ``args`` would stop on, found by the collector's own
+    pipeline (:func:`collect_suite`) before any worker collects."""
     from pytest_cardprobe.suite.builtin import builtin_suite_path
 
-    errors = []
-    found = False
-    names: dict[str, Path] = {}
     under = suite_files_under(args, root, config)
     paths = [*under, *map(builtin_suite_path, state.settings.suites)]
     state.suites_found += len(paths)
-    for path in paths:
-        found = True
-        try:
-            suite = load_suite(path, known_judges=state.judge_names(), limits=state.limits)
-        except SuiteError as exc:
-            errors.append(str(exc))
-            continue
-        clash = same_name(names, suite.name, path)
-        if clash:
-            errors.append(clash)
-        state.note_suite(suite)
-        if state.settings.strict_tools:
-            errors.extend(f"{f} (--cardprobe-strict-tools)" for f in tool_lint(suite))
-        probes = list(expand(suite, state.settings.models))
-        errors.extend(f"{path}: {p}" for p in path_problems(state.settings.cassette_dir, probes))
-    if found and not state.settings.models:
-        errors.append(
-            "no model to probe — pass --model NAME (repeatable) or set "
-            "cardprobe_models in [tool.pytest.ini_options]"
-        )
-    return errors
+    rootpath = config.rootpath if config else root
+    return [e for path in paths for e in collect_suite(state, path, rootpath).errors]
 
 
 def builtin_suite_files(session: pytest.Session, names: list[str]) -> list[SuiteFile]:
@@ -164,6 +161,10 @@ def _text_judge(judge: Judge, probe: Probe) -> Callable[[str], Verdict]:
 
 class ToolLintWarning(pytest.PytestWarning):
     """A call suite's tool declaration that small models handle badly (suite/toollint.py)."""
+
+
+class SuiteWarning(pytest.PytestWarning):
+    """A suite's doubt that does not stop the run (suite/argvalues.py: an impossible one_of)."""
 
 
 def tool_lint(suite: Suite) -> list[LintFinding]:
@@ -190,27 +191,8 @@ def same_name(names: dict[str, Path], name: str, path: Path) -> str | None:
     )
 
 
-def _short(name: str, limit: int = 60) -> str:
-    """``name`` quoted for a message, cut to ``limit`` characters."""
-    return repr(name if len(name) <= limit else name[:limit] + "…")
-
-
-def path_problems(root: Path, probes: list[Probe]) -> list[str]:
-    """One line per case (or suite/model) whose cassette path the file system cannot take."""
-    from pytest_cardprobe.wire.cassettes.paths import cassette_path_problem
-
-    found: dict[str, str] = {}
-    for p in probes:
-        why = cassette_path_problem(root, p.suite.name, p.model, p.case.id, p.channel, p.condition)
-        if not why:
-            continue
-        if why.startswith(("the suite name", "the model name")):
-            names = f"suite {_short(p.suite.name)}, model {_short(p.model)}"
-            found.setdefault(why, f"{why} ({names})")
-        else:
-            where = f"cases[id={_short(p.case.id)}] (line {p.case.line})"
-            found.setdefault(p.case.id, f"{where}: {why}")
-    return list(found.values())
+class UnreviewedDraft(Exception):
+    """An unreviewed drafted case under --cardprobe-strict-review; the message says what to do."""
 
 
 class ProbeFailed(Exception):
@@ -234,45 +216,12 @@ class SuiteFile(pytest.File):
 
         state = get_state(self.config)
         state.suites_found += 1
-        try:
-            suite = load_suite(self.path, known_judges=state.judge_names(), limits=state.limits)
-        except SuiteError as exc:
-            state.collect_errors.append(str(exc))
-            return
-        clash = same_name(state.suite_names, suite.name, self.path)
-        if clash:
-            state.collect_errors.append(clash)
-            return
-        state.note_suite(suite)
-        settings = state.settings
-        findings = tool_lint(suite)
-        if findings and settings.strict_tools:
-            state.collect_errors.extend(f"{f} (--cardprobe-strict-tools)" for f in findings)
-            return
-        for finding in findings:
+        done = collect_suite(state, self.path, self.config.rootpath)
+        state.collect_errors.extend(done.errors)
+        for kind, finding in done.shown:
             # At the finding's own file and line (Node.warn would say the suite's line 0).
-            warnings.warn_explicit(
-                ToolLintWarning(str(finding)), None, str(finding.source), finding.line or 1
-            )
-        if not settings.models:
-            state.collect_errors.append(
-                f"{self.path}: no model to probe — pass --model NAME (repeatable) or set "
-                "cardprobe_models in [tool.pytest.ini_options]"
-            )
-            return
-        probes = list(
-            expand(
-                suite,
-                settings.models,
-                channels=settings.channels or None,
-                conditions=settings.conditions or None,
-            )
-        )
-        problems = path_problems(settings.cassette_dir, probes)
-        if problems:
-            state.collect_errors.extend(f"{self.path}: {p}" for p in problems)
-            return
-        for probe in probes:
+            warnings.warn_explicit(kind(str(finding)), None, str(finding.source), finding.line or 1)
+        for probe in done.probes:
             # The node id given as text, so pytest (9.2 and later) reads its ``[…]`` part as
             # the test's parameters, as for a parametrized function: ``--lf`` matches by them.
             yield ProbeItem.from_parent(
@@ -289,11 +238,14 @@ class ProbeItem(pytest.Item):
         # Keywords so that -k model / channel / condition / case selects as people expect.
         for word in (probe.model, probe.channel, probe.condition, probe.case.id, probe.suite.name):
             self.keywords[word] = True
+        self.add_marker(MARKER)  # -m cardprobe / -m "not cardprobe"
         self.result: ProbeResult | None = None
         # How pytest shows the result against the baseline, decided when the test has run.
         self.shown: Outcome | None = None
         # Set when the run is ordered (glue/schedule.order_probes): the server of this test's lane.
         self.server: str | None = None
+        # A test that could not replay: why, on one line (glue/replaying.py).
+        self.reason = ""
 
     def samples(self) -> int:
         """--cardprobe-samples, else the samples(n) marker, else the suite's default."""
@@ -317,16 +269,20 @@ class ProbeItem(pytest.Item):
         state = get_state(self.config)
         probe = self.probe
         self.result = self.shown = None  # nothing from an earlier run of this item
+        self.reason = ""
         try:
             # Card suites are judged on the answer's text; call suites by the call judge.
             text_judge = None
             if not probe.suite.is_call_suite:
                 text_judge = _text_judge(state.judge_for(probe.suite.judge), probe)
+            drift = state.sources_read and state.sources.drift(probe.suite.name)
+            if drift:  # a source changed since the snapshot its cassettes were recorded with
+                raise StaleCassette(drift[0], said=tuple(drift[1]))
             samples = self.samples()
             result = state.runtime.run(probe, samples, self.nodeid, text_judge, self.server)
             settle(result, self.at_least(samples))  # k of n (score/rule.py)
         except CassetteProblem as exc:
-            self.result = self._errored(str(exc))
+            self._cassette_problem(state, exc)
             raise
         except Exception as exc:
             # A bug: reported as one, in the plugin's own words, with no frame arguments
@@ -335,17 +291,38 @@ class ProbeItem(pytest.Item):
             self.result = self._errored(text.splitlines()[0])
             raise InternalError(text) from None
         self.result = result
-        self.shown = outcome_of(result, state.baseline, self.config.option.runxfail)
-        if result.status == "passed":
+        if result.draft:
+            self.shown = draft_outcome(result, state.settings.strict_review)
+            if self.shown is not None and self.shown.kind == UNREVIEWED:
+                raise UnreviewedDraft(self.shown.reason)
+        else:
+            self.shown = state.outcome(result, self.config.option.runxfail)
+        if result.status == Status.PASSED:
             return
-        if result.status == "unsupported":
+        if result.status == Status.UNSUPPORTED:
             pytest.skip(f"unsupported: {result.message}")
-        if self.shown is not None and self.shown.kind == KNOWN:
+        if self.shown is not None and self.shown.kind in (KNOWN, ACCEPTED):
             # A known failure is reported as xfailed with its one-line reason
             # (transport.show_against_baseline, in pytest_runtest_makereport): raising would
             # only build a traceback nobody is shown (see BENCHMARKS.md, "Cassette replay").
             return
         raise ProbeFailed(result)
+
+    def _cassette_problem(self, state: CardprobeState, exc: CassetteProblem) -> None:
+        """Note why the test could not replay, in one line (glue/replaying.py); a suite
+        nothing was ever recorded of is skipped, outside a gating run."""
+        from pytest_cardprobe.glue import replaying
+
+        problem, changes = replaying.problem_of(exc)
+        cassette = state.runtime.cassette_for(self.probe)
+        if problem == "not recorded" and replaying.never_recorded(state, self.probe, cassette):
+            problem = "never recorded"
+        self.result = result = self._errored(str(exc))
+        result.problem, result.changes = problem, changes
+        self.reason = replaying.short_reason(problem, changes, str(exc))
+        if problem == "never recorded":
+            reason = f"never recorded: suite {self.probe.suite.name!r} has no recording yet"
+            raise pytest.skip.Exception(reason, _use_item_location=True)  # the case's line
 
     def _errored(self, message: str) -> ProbeResult:
         """The result of a test that errored before it had a verdict (counted, never gated)."""
@@ -357,7 +334,7 @@ class ProbeItem(pytest.Item):
             probe.channel,
             probe.condition,
             probe.case.id,
-            status="error",
+            status=Status.ERROR,
             message=message,
         )
 
@@ -366,7 +343,10 @@ class ProbeItem(pytest.Item):
         if isinstance(excinfo.value, ProbeFailed):
             # Whole replies only when asked for (-vv); the reports always carry them.
             return describe(excinfo.value.result, full=self.config.get_verbosity() >= 2)
-        if isinstance(excinfo.value, CassetteProblem | InternalError):
+        if isinstance(excinfo.value, CassetteProblem):  # -vv: the whole paragraph
+            full = self.config.get_verbosity() >= 2
+            return str(excinfo.value) if full or not self.reason else self.reason
+        if isinstance(excinfo.value, InternalError | UnreviewedDraft):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

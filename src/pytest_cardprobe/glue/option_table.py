@@ -2,9 +2,10 @@
 
 One row per setting: its flag (and the deprecated spelling it replaced), its ini key, how a
 value is read and checked, and its help text. ``options.py`` registers and resolves them from
-this table, and the documentation test checks ``pytest --help``, the README's Options table
-and docs/design.md §3 against it. Defaults are not written here: they are read from the class
-that owns them (:class:`Settings`, :class:`GateSettings`), so each is written once.
+this table, and the documentation test checks ``pytest --help``, the Options reference's
+table (docs/reference/options.md) and docs/design.md §3 against it. Defaults are not
+written here: they are read from the class that owns them (:class:`Settings`,
+:class:`GateSettings`), so each is written once.
 
 ``--model`` and ``--live`` are the plugin's well-known names; every other flag starts with
 ``--cardprobe-`` so it cannot collide with another plugin's (pytest-recording owns
@@ -20,7 +21,8 @@ from typing import Any, Literal
 from pytest_cardprobe.glue import values
 from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
-from pytest_cardprobe.suite.loader import ALL_CHANNELS, CONDITIONS, THINK_LEVELS
+from pytest_cardprobe.source import CHECK_MODES
+from pytest_cardprobe.suite.loader import ALL_CHANNELS, ALL_CONDITIONS, THINK_LEVELS
 from pytest_cardprobe.wire.cassettes.modes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
 
@@ -85,7 +87,7 @@ class Spec:
 
     @property
     def shown_default(self) -> str:
-        """The default as the README and ``--help`` show it."""
+        """The default as the Options reference and ``--help`` show it."""
         if self.shown is not None:
             return self.shown
         value = self.default
@@ -99,7 +101,7 @@ class Spec:
 
     @property
     def shown_flag(self) -> str:
-        """``--cardprobe-server URL`` (repeatable): the flag as the README's table writes it."""
+        """``--cardprobe-server URL`` (repeatable): the flag as the Options reference writes it."""
         if self.flag is None:
             return ""
         if self.kind in ("on", "off"):
@@ -143,7 +145,7 @@ SPECS: tuple[Spec, ...] = (
          flag="--cardprobe-channel", old="--channel", kind="list", choices=ALL_CHANNELS,
          shown="all"),
     Spec("conditions", "keep only this condition",
-         flag="--cardprobe-condition", old="--condition", kind="list", choices=CONDITIONS,
+         flag="--cardprobe-condition", old="--condition", kind="list", choices=ALL_CONDITIONS,
          shown="all"),
     Spec("stream", "ask with `stream:true` and assemble the streamed reply",
          flag="--cardprobe-stream", old="--stream", ini="cardprobe_stream", kind="on"),
@@ -168,9 +170,23 @@ SPECS: tuple[Spec, ...] = (
          read=values.non_negative_int, metavar="K"),
     Spec("baseline", "baseline file", flag="--cardprobe-baseline", old="--baseline",
          ini="cardprobe_baseline", read=values.file_path_text, metavar="PATH", path=True),
+    Spec("baseline_ref", "also gate against the baseline at the same path in this git "
+         "revision (a pull request's base: `origin/main`); this run's own baseline must then "
+         "match it exactly, and a regression counts unless the change accepted it",
+         flag="--cardprobe-baseline-ref", ini="cardprobe_baseline_ref", read=values.git_ref,
+         metavar="REF"),
     Spec("update_baseline", "merge this run's verdicts into the baseline instead of gating "
-         "(cases that did not run keep their entries)",
+         "(cases that did not run keep their entries); regressions need "
+         "`--cardprobe-accept-reason`",
          flag="--cardprobe-update-baseline", old="--update-baseline", kind="on"),
+    Spec("accept_reason", "why `--cardprobe-update-baseline` accepts the regressions it "
+         "finds (against the base ref, else the old baseline); written with each accepted "
+         "flip into the baseline", flag="--cardprobe-accept-reason", read=values.reason,
+         metavar="TEXT"),
+    Spec("accepted", "a regression the change accepted (for this base): `pass` (exit 0, "
+         "listed first in every report) or `fail` (until a person approves)",
+         ini="cardprobe_accepted_regressions", choices=("pass", "fail"),
+         read=values.one_of(("pass", "fail"))),
     Spec("prune_baseline", "as `--cardprobe-update-baseline`, and drop the cases and arms the "
          "collected suites no longer have", flag="--cardprobe-prune-baseline", kind="on"),
     Spec("strict_baseline", "fail when an arm has no baseline",
@@ -178,6 +194,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("strict_tools", "tool-definition lint findings of call suites are usage errors, "
          "not warnings", flag="--cardprobe-strict-tools", old="--strict-tools",
          ini="cardprobe_strict_tools", kind="on"),
+    Spec("strict_review", "unreviewed drafted cases (`reviewed: false`) fail instead of being "
+         "reported apart from the gate", flag="--cardprobe-strict-review",
+         ini="cardprobe_strict_review", kind="on"),
     Spec("mode", "how an arm regresses: `floor` (it lost more than the noise floor's cases) or "
          "`significance` (the paired test finds its loss significant at the alpha)",
          flag="--cardprobe-gate", ini="cardprobe_gate", choices=GATE_MODES,
@@ -188,9 +207,27 @@ SPECS: tuple[Spec, ...] = (
          "inconclusive", ini="cardprobe_max_unscored", read=values.share),
     _int("max_samples", help="upper bound of samples (suite key, `samples(n)` marker, "
          "`--cardprobe-samples`)", ini="cardprobe_max_samples"),
+    _int("max_turns", help="upper bound of a tool loop's `max_turns` (call suites: suite and "
+         "case key); each turn is one request", ini="cardprobe_max_turns"),
+    Spec("source_check", "what to do with the sources suites read (`python:`, `mcp:`): `auto` "
+         "(read and compare each with its recorded snapshot when it can be read), `always` (a "
+         "source that cannot be read is a usage error; for CI), `never` (replay the snapshot, "
+         "start nothing)", flag="--cardprobe-source-check", ini="cardprobe_source_check",
+         choices=CHECK_MODES, read=values.one_of(CHECK_MODES), metavar="MODE"),
+    Spec("source_timeout", "seconds reading one source may take (importing the module, "
+         "listing the MCP server's tools) before it is stopped", ini="cardprobe_source_timeout",
+         read=values.seconds),
     Spec("max_file_mb", "size cap in MB (at least one byte, at most 1000000) of every file "
          "the plugin reads (suites, prompts, cassettes, baseline)", ini="cardprobe_max_file_mb",
          read=values.megabytes),
+    Spec("max_reply_mb", "size cap in MB of one reply, whole or streamed, as it arrives "
+         "(compressed replies are refused); at most `cardprobe_max_file_mb`, the cap of the "
+         "cassette it is recorded in", ini="cardprobe_max_reply_mb", read=values.megabytes,
+         shown="`cardprobe_max_file_mb` (10)"),
+    _int("max_stream_lines", help="most lines of one streamed reply (blank lines and SSE "
+         "comments too)", ini="cardprobe_max_stream_lines"),
+    _int("max_stream_chunks", help="most chunks of one streamed reply (NDJSON objects, SSE "
+         "`data:` events)", ini="cardprobe_max_stream_chunks"),
     Spec("redact_fields", "request-body keys (any depth) recorded as `[redacted]`, added to "
          "the built-in ones", ini="cardprobe_redact_fields", kind="list",
          shown="`" + "`, `".join(_SETTINGS.redact_fields) + "`"),
@@ -198,13 +235,14 @@ SPECS: tuple[Spec, ...] = (
          "printable ASCII); sent with every request, the preflight's too; never recorded",
          ini="cardprobe_headers", kind="list", read=values.header_line),
     Spec("json_report", "write the JSON report (every sample's verdict, route and label) here",
-         flag="--cardprobe-json", read=values.file_path_text, metavar="PATH", path=True),
-    Spec("md_report", "write a Markdown report here (also appended to "
-         "`$GITHUB_STEP_SUMMARY`)", flag="--cardprobe-md", read=values.file_path_text,
+         flag="--cardprobe-json", ini="cardprobe_json", read=values.file_path_text,
          metavar="PATH", path=True),
+    Spec("md_report", "write a Markdown report here (also appended to "
+         "`$GITHUB_STEP_SUMMARY`)", flag="--cardprobe-md", ini="cardprobe_md",
+         read=values.file_path_text, metavar="PATH", path=True),
     Spec("html_report", "write a self-contained HTML report (charts, case x arm grid, whole "
-         "replies) here", flag="--cardprobe-html", read=values.file_path_text, metavar="PATH",
-         path=True),
+         "replies) here", flag="--cardprobe-html", ini="cardprobe_html",
+         read=values.file_path_text, metavar="PATH", path=True),
 )  # fmt: skip
 
 BY_NAME = {spec.name: spec for spec in SPECS}

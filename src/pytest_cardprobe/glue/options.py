@@ -22,6 +22,7 @@ import pytest
 
 from pytest_cardprobe.glue import values
 from pytest_cardprobe.glue.option_table import GATE_FIELDS, SPECS, Spec
+from pytest_cardprobe.glue.roles import is_worker
 from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
@@ -163,6 +164,11 @@ class _Found:
 
 def _ini_value(config: pytest.Config, spec: Spec) -> Any:
     raw = config.getini(spec.ini or "")
+    if spec.kind == "value" and raw == "" and spec.default is None:
+        # Not set (or set empty): a key whose default is another setting's
+        # (cardprobe_max_reply_mb), or whose setting is off unless given (a base ref, a
+        # report). A path with a default of its own (the baseline) must not be empty.
+        return None
     if spec.kind == "value":
         items: Iterable[Any] = [raw]
     elif spec.kind == "list":
@@ -236,7 +242,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         fields[spec.name] = value
     command_line = frozenset(n for n, f in found.items() if f.source.startswith("--"))
     renamed = [(f.source, BY_FLAG[f.source]) for f in found.values() if f.source in OLD_FLAGS]
-    if renamed and not hasattr(config, "workerinput"):
+    if renamed and not is_worker(config):
         _warn_renamed(config, renamed)
     live = bool(fields.pop("live"))
     typed_mode = fields["record_mode"] if "record_mode" in command_line else None
@@ -252,8 +258,20 @@ def resolve_settings(config: pytest.Config) -> Settings:
             f"{found['samples'].source} {samples} is more than the limit of {most} "
             "(ini cardprobe_max_samples)"
         )
+    reply, most_file = fields["max_reply_mb"], fields["max_file_mb"]
+    if reply is not None and reply > most_file:
+        raise pytest.UsageError(
+            f"ini cardprobe_max_reply_mb = {reply:g} is above cardprobe_max_file_mb = "
+            f"{most_file:g}: a recording of such a reply would be a cassette replay refuses; "
+            "raise cardprobe_max_file_mb too, or lower cardprobe_max_reply_mb"
+        )
     # Pruning is a way of writing the baseline: it implies the update.
     fields["update_baseline"] = bool(fields["update_baseline"] or fields["prune_baseline"])
+    if fields["accept_reason"] is not None and not fields["update_baseline"]:
+        raise pytest.UsageError(
+            "--cardprobe-accept-reason says why --cardprobe-update-baseline accepts the "
+            "regressions it finds; give it with --cardprobe-update-baseline (or leave it out)"
+        )
     fields["gate"] = GateSettings(**{k: fields.pop(k) for k in GATE_FIELDS})
     return Settings(**fields, api_key=_api_key(), command_line=command_line)
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from pytest_cardprobe.files import shown
 from pytest_cardprobe.suite.builtin import BUILTIN_SUITES, builtin_suite_path
 from pytest_cardprobe.suite.loader import Suite
+from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY
-from pytest_cardprobe.wire.cassettes.paths import path_part
+from pytest_cardprobe.wire.cassettes.paths import cassette_path_problem, path_part
 from pytest_cardprobe.wire.cassettes.reading import read_cassette
 from pytest_cardprobe.wire.errors import CassetteProblem
 
@@ -31,7 +32,12 @@ def suite_file(suite: Suite, root: Path) -> str:
     A built-in suite installed outside the project is ``cardprobe:<name>``; in this
     repository the built-in suites are ``cases/`` itself, so they resolve inside the root.
     """
-    real = suite.path.resolve()
+    return file_identity(suite.path, root)
+
+
+def file_identity(path: Path, root: Path) -> str:
+    """A suite file as recordings name it (see :func:`suite_file`)."""
+    real = path.resolve()
     try:
         return real.relative_to(root.resolve()).as_posix()
     except ValueError:
@@ -82,3 +88,24 @@ def clashes(suites: Iterable[tuple[str, str]], cassette_dir: Path, max_bytes: in
                 "the other's cassettes"
             )
     return problems
+
+
+def _short(name: str, limit: int = 60) -> str:
+    """``name`` quoted for a message, cut to ``limit`` characters."""
+    return repr(name if len(name) <= limit else name[:limit] + "…")
+
+
+def path_problems(root: Path, probes: list[Probe]) -> list[str]:
+    """One line per case (or suite/model) whose cassette path the file system cannot take."""
+    found: dict[str, str] = {}
+    for p in probes:
+        why = cassette_path_problem(root, p.suite.name, p.model, p.case.id, p.channel, p.condition)
+        if not why:
+            continue
+        if why.startswith(("the suite name", "the model name")):
+            names = f"suite {_short(p.suite.name)}, model {_short(p.model)}"
+            found.setdefault(why, f"{why} ({names})")
+        else:
+            where = f"cases[id={_short(p.case.id)}] (line {p.case.line})"
+            found.setdefault(p.case.id, f"{where}: {why}")
+    return list(found.values())

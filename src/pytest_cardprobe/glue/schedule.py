@@ -13,13 +13,13 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_cardprobe.suite.loader import CHANNELS, CONDITIONS
+from pytest_cardprobe.suite.loader import ALL_CHANNELS, ALL_CONDITIONS
 
 if TYPE_CHECKING:
     from pytest_cardprobe.glue.state import CardprobeState
 
-_CHANNEL = "|".join(map(re.escape, CHANNELS))
-_CONDITION = "|".join(map(re.escape, CONDITIONS))
+_CHANNEL = "|".join(map(re.escape, ALL_CHANNELS))
+_CONDITION = "|".join(map(re.escape, ALL_CONDITIONS))
 _PROBE_ID = re.compile(
     rf"\.ya?ml::[^\[]+\[(?P<model>.+)-(?P<channel>{_CHANNEL})-(?P<condition>{_CONDITION})\]$"
 )

@@ -2,30 +2,38 @@
 
 The steps are separate functions so each reads on its own: :func:`decide_gate` (baseline
 I/O happens here, decisions in ``score/gate.py``), :func:`exit_status` (the one rule),
-:func:`write_reports`. Rendering lives in ``score/report.py``.
+:func:`write_reports` (``reports.py``). Rendering lives in ``score/report.py``.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import pytest
 
-from pytest_cardprobe.files import shown, write_atomically
-from pytest_cardprobe.glue.hints import no_suite_message
+from pytest_cardprobe.files import MB, shown
+from pytest_cardprobe.glue.baseref import Base
+from pytest_cardprobe.glue.hints import (
+    accept_base_command,
+    accept_command,
+    no_suite_message,
+    nothing_selected,
+    record_command,
+)
+from pytest_cardprobe.glue.reports import write_reports, written
 from pytest_cardprobe.glue.state import CardprobeState
 from pytest_cardprobe.score import gate as gating
-from pytest_cardprobe.score.aggregate import ArmScore, aggregate, canaries
-from pytest_cardprobe.score.baseline import BaselineUpdate, write_baseline
-from pytest_cardprobe.score.gate import Gate
-from pytest_cardprobe.score.jsonreport import json_report
-from pytest_cardprobe.score.markdown import markdown
-from pytest_cardprobe.score.outcome import FAILED, FLIP
-from pytest_cardprobe.types import ProbeResult
-from pytest_cardprobe.wire.redact import redact_url
+from pytest_cardprobe.score.accepting import applied, carried, pending, uncommitted
+from pytest_cardprobe.score.aggregate import ArmScore, Canary, aggregate, canaries
+from pytest_cardprobe.score.basediff import baseline_diff
+from pytest_cardprobe.score.baseline import Baseline
+from pytest_cardprobe.score.baseline_update import BaselineUpdate, route_counts, write_baseline
+from pytest_cardprobe.score.drafts import draft_counts, draft_lines, split_drafts
+from pytest_cardprobe.score.gate import Decision, Gate
+from pytest_cardprobe.score.outcome import FAILED, FLIP, UNREVIEWED
+from pytest_cardprobe.score.summary import unreplayed, update_block, verdict_block
+from pytest_cardprobe.types import ProbeResult, Status
 
 
 @dataclass(frozen=True)
@@ -37,24 +45,32 @@ class Failures:
     errors: int  # stale, missing or corrupt cassettes; unknown models; infra
     others: int  # ordinary tests, setup errors, fixture-driven probes
     crashed: int  # xdist workers that died
+    unreviewed: int = 0  # drafted cases failed by --cardprobe-strict-review
 
     def forgivable(self, updating: bool) -> bool:
         """Every failure is a flip (or, while recording a baseline, any model failure)."""
-        if self.errors or self.others or self.crashed:
+        if self.errors or self.others or self.crashed or self.unreviewed:
             return False
         return not self.unbaselined or updating
 
 
+def scored(results: Sequence[ProbeResult]) -> list[ProbeResult]:
+    """The suite tests of a run the gate reads: all but those of a suite never recorded
+    (skipped: it has nothing to compare yet; glue/replaying.py)."""
+    return [r for r in results if r.suite and r.problem != "never recorded"]
+
+
 def tally(state: CardprobeState) -> Failures:
     """Sort the run's failures (from results riding on reports, and reports without one)."""
-    suite = [r for r in state.results if r.suite]
+    suite = scored(state.results)
     return Failures(
         flips=sum(r.outcome == FLIP for r in suite),
         unbaselined=sum(r.outcome == FAILED for r in suite),
-        errors=sum(r.status in ("error", "infra") for r in suite),
+        errors=sum(r.status in (Status.ERROR, Status.INFRA) for r in suite),
         others=len(state.other_failures)
-        + sum(not r.suite and r.status == "failed" for r in state.results),
+        + sum(not r.suite and r.status == Status.FAILED for r in state.results),
         crashed=len(state.crashed_workers),
+        unreviewed=sum(r.outcome == UNREVIEWED for r in suite),
     )
 
 
@@ -77,53 +93,141 @@ def exit_status(status: int, gate: Gate | None, failures: Failures, updating: bo
     return status
 
 
-def written(what: str, path: Path, write: Callable[[], None]) -> str | None:
-    """Run ``write``; the one-line reason when it failed, else None.
-
-    Outputs were checked before the first test, but a path can change while a long live run
-    goes on; then the user gets one line, not a traceback, and the other outputs still land.
-    """
-    try:
-        write()
-    except OSError as exc:
-        return f"cannot write the {what} to {path}: {exc.strerror or exc}"
-    return None
-
-
 def decide_gate(
     state: CardprobeState,
     arms: Sequence[ArmScore],
     results: Sequence[ProbeResult],
     problems: list[str] | None = None,
 ) -> Gate | None:
-    """Merge this run into the baseline (``--cardprobe-update-baseline``) or compare with the one
-    loaded at start.
+    """Merge this run into the baseline (``--cardprobe-update-baseline``) or compare with the
+    baselines loaded at start: the committed one, and the base's with a base ref.
 
-    A baseline that cannot be written is added to ``problems`` (when given; else raised).
-    ``--prune-baseline`` also drops what the suites this run collected no longer have.
+    Both are compared against the base's baseline when a base ref is set, else against the
+    committed one. A baseline that cannot be written is added to ``problems`` (when given;
+    else raised). ``--prune-baseline`` also drops what the suites this run collected no
+    longer have.
     """
-    settings = state.settings
     if not arms:
         return None
     found = canaries(results)
-    if settings.update_baseline:
-        path = settings.baseline
-        prune = state.suite_shapes if settings.prune_baseline else None
-        done: list[BaselineUpdate] = []
+    base = state.base
+    compared = gating.decide(
+        arms, results, base.baseline if base else state.baseline, state.settings.gate, found
+    )
+    if state.settings.update_baseline:
+        return update_baseline(state, arms, results, found, compared, problems)
+    if base is None:
+        return compared
+    return against_base(state, base, arms, results, found, compared)
 
-        def write() -> None:
-            done.append(write_baseline(path, arms, results, found, prune))
 
-        if problems is None:
-            write()
-        else:
-            failed = written("baseline", path, write)
-            if failed:
-                problems.append(failed)
-        update = done[0] if done else BaselineUpdate(shown(path))
-        update.path = shown(path)
-        return gating.updated(arms, settings.gate.noise_floor, update, found)
-    return gating.decide(arms, results, state.baseline, settings.gate, found)
+def against_base(
+    state: CardprobeState,
+    base: Base,
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    found: Sequence[Canary],
+    compared: Gate,
+) -> Gate:
+    """The gate against the base: the change's committed acceptances for this base applied
+    (each accepted regression listed, not counted), and this run checked against the
+    committed baseline exactly (replay is deterministic: a difference is something not
+    committed). An accepted regression passes, or fails with ``cardprobe_accepted_regressions
+    = fail``."""
+    settings, own = state.settings.gate, state.baseline
+    counts = route_counts(results)
+    accepted = own.accepted if own else []
+    adjusted, used, notes = applied(compared, base.baseline, accepted, base.commit, arms, counts)
+    gate = gating.decide(arms, results, adjusted, settings, found) if used else compared
+    if used:
+        # Every report shows the arms as they compare with the base; an arm whose losses the
+        # change accepted reads "accepted", not as a regression nor as unchanged.
+        for arm, raw in compared.arms.items():
+            if raw.word == gating.REGRESSION and gate.arms[arm].word != gating.REGRESSION:
+                raw.word = "accepted"
+        gate.arms = compared.arms
+    gate.against, gate.accepted, gate.not_accepted = base.shown, used, notes
+    measured = {c.key: c.verdict for c in found if c.measured}
+    gate.uncommitted = uncommitted(arms, own, measured)
+    if gate.uncommitted:
+        gate.decision = Decision.FAIL
+    elif used and gate.decision == Decision.PASS:
+        gate.decision = Decision.ACCEPTED
+        if settings.accepted == "fail":
+            gate.decision = Decision.FAIL
+            gate.regressions.append(
+                f"{len(used)} accepted regression(s) wait for a person's approval "
+                "(ini cardprobe_accepted_regressions = fail)"
+            )
+    return gate
+
+
+def update_baseline(
+    state: CardprobeState,
+    arms: Sequence[ArmScore],
+    results: Sequence[ProbeResult],
+    found: Sequence[Canary],
+    compared: Gate,
+    problems: list[str] | None,
+) -> Gate:
+    """``--cardprobe-update-baseline``: refuse an update with regressions (against the base
+    with a base ref, else against the old baseline) that gives no reason; otherwise write the
+    baseline with what it accepts, each regression keyed exactly with the reason and the base
+    commit, so the acceptance is part of the diff a reviewer reads."""
+    settings, base = state.settings, state.base
+    against = base.shown if base else f"the committed baseline {shown(settings.baseline)}"
+    # What needs a reason: arms that regressed and canaries that changed (not an arm that
+    # --cardprobe-strict-baseline misses: the update is what writes it).
+    regressed = compared.canary_changes or any(
+        c.words.get(compared.mode) == gating.REGRESSION for c in compared.arms.values()
+    )
+    commit = base.commit if base else None
+    ref = base.ref if base else None
+    earlier = {(a.key, a.base): a for a in (state.baseline.accepted if state.baseline else [])}
+    # An update again against the same base needs no new reason for what the committed
+    # baseline already accepts against it; only a regression it does not cover does.
+    uncovered = [w for w in pending(compared) if (w.key, commit) not in earlier]
+    if regressed and uncovered and not settings.accept_reason:
+        refused = gating.updated(arms, settings.gate.noise_floor, BaselineUpdate(""), found)
+        refused.decision, refused.against = Decision.REFUSED, against
+        refused.regressions = [r for r in compared.regressions if "strict-baseline" not in r]
+        return refused
+    accepted = []
+    for wanted in pending(compared):
+        kept = earlier.get((wanted.key, commit))
+        if kept is not None:
+            accepted.append(kept)  # accepted before, against this base: its reason stays
+        elif settings.accept_reason:
+            accepted.append(
+                replace(wanted, reason=settings.accept_reason, base=commit, base_ref=ref)
+            )
+    # What this update accepts for its own regressions is listed; what it carries over
+    # (about cases it did not judge, or still true where it cannot see the base) is kept.
+    carry = carried(list(earlier.values()), accepted, arms, found, base is not None)
+    path = settings.baseline
+    prune = state.suite_shapes if settings.prune_baseline else None
+    done: list[BaselineUpdate] = []
+
+    def write() -> None:
+        cap = int(settings.max_file_mb * MB)  # the cap of the configure-time read
+        done.append(write_baseline(path, arms, results, found, prune, accepted + carry, cap))
+
+    if problems is None:
+        write()
+    else:
+        failed = written("baseline", path, write)
+        if failed:
+            problems.append(failed)
+    update = done[0] if done else BaselineUpdate(shown(path))
+    update.path = shown(path)
+    gate = gating.updated(arms, settings.gate.noise_floor, update, found)
+    gate.against, gate.accepted = against, accepted if done else []
+    accepted_keys = {a.key for a in gate.accepted}
+    gate.warnings = [
+        f"{arm}: {flip}" for arm, flip in compared.flips
+        if ("flip", arm, flip.case, flip.before, flip.after) not in accepted_keys
+    ]  # fmt: skip
+    return gate
 
 
 def notes(state: CardprobeState, gate: Gate | None, failures: Failures, lowered: bool) -> list[str]:
@@ -135,82 +239,25 @@ def notes(state: CardprobeState, gate: Gate | None, failures: Failures, lowered:
     ]
     lines += breaker_lines(state.results)
     lines += warmup_lines(state.results)
-    if lowered and gate is not None and failures.flips:
+    if lowered and gate is not None and gate.decision == Decision.UPDATED and failures.flips:
+        lines.append(
+            f"{failures.flips} flip(s) {gate.tolerance}, written without an acceptance, so the "
+            "run exits 0: " + "; ".join(gate.warnings)
+        )
+    elif lowered and gate is not None and failures.flips:
         lines.append(
             f"{failures.flips} flip(s) {gate.tolerance}, so the run "
             "exits 0: " + ", ".join(f"{arm} {flip}" for arm, flip in gate.flips)
         )
     elif lowered:
         lines.append("probe failures recorded into the baseline, so the run exits 0")
-    if failures.errors:
+    blocked = sum(r.problem in ("not recorded", "stale") for r in state.results)
+    if failures.errors > blocked:
         lines.append(
-            f"{failures.errors} probe test(s) errored (not recorded, stale, corrupt, server or "
+            f"{failures.errors - blocked} probe test(s) errored (corrupt cassette, server or "
             "infra error) — never forgiven by the gate"
         )
     return lines
-
-
-def run_info(state: CardprobeState) -> dict[str, object]:
-    """The run's settings as shown in reports (no paths of this machine)."""
-    s = state.settings
-    return {
-        "models": list(s.models),
-        "mode": "live" if s.live else "replay",
-        "api": s.api,
-        "servers": [redact_url(u) for u in s.servers] if s.live else [],
-        "samples": s.samples,
-        "channels": list(s.channels),
-        "conditions": list(s.conditions),
-        "noise_floor": s.gate.noise_floor,
-        "gate_mode": s.gate.mode,
-        "alpha": s.gate.alpha,
-        "request options": ", ".join(f"{k}={v}" for k, v in s.base_options().items()),
-        "baseline": s.baseline.name,
-    }
-
-
-def write_reports(state: CardprobeState, arms: Sequence[ArmScore], gate: Gate | None) -> list[str]:
-    """The JSON, Markdown and HTML files asked for, written atomically.
-
-    Each on its own: one that cannot be written is one line in the returned list, and the
-    others are still written (the run may have taken many minutes of live calls). The
-    ``$GITHUB_STEP_SUMMARY`` file is CI's, not the user's, so a failure there is a warning
-    in the summary, not a problem.
-    """
-    settings = state.settings
-    problems: list[str | None] = []
-    json_path, html_path, md_path = settings.json_report, settings.html_report, settings.md_report
-    if json_path:
-        tests = [r.to_dict() for r in state.results]
-        data = json_report(arms, tests, gate, run_info(state))
-        problems.append(
-            written("JSON report", json_path, lambda: write_atomically(json_path, data))
-        )
-    if html_path:
-        from pytest_cardprobe.score.html import html_report
-
-        results = [r for r in state.results if r.suite]
-        page = html_report(arms, results, gate, run_info(state))
-        problems.append(
-            written("HTML report", html_path, lambda: write_atomically(html_path, page))
-        )
-    step = os.environ.get("GITHUB_STEP_SUMMARY")
-    if arms and (md_path or step):
-        text = markdown(arms, gate)
-        if md_path:
-            problems.append(
-                written("Markdown report", md_path, lambda: write_atomically(md_path, text))
-            )
-        if step:
-            failed = written("$GITHUB_STEP_SUMMARY", Path(step), lambda: _append(step, text))
-            if failed:
-                state.summary.append(f"warning: {failed}")
-    return [p for p in problems if p]
-
-
-def _append(path: str, text: str) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 def finish(session: pytest.Session, state: CardprobeState) -> None:
@@ -221,22 +268,45 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
         and not state.suites_found
     ):
         state.notice = no_suite_message()
-    results = [r for r in state.results if r.suite]
+    settings = state.settings
+    unselected = nothing_selected(
+        settings.channels,
+        settings.conditions,
+        {name: arms for name, (_, arms) in state.suite_shapes.items()},
+    )
+    if unselected:
+        state.notice = "\n".join([*unselected, *([state.notice] if state.notice else [])])
+    # Unreviewed drafted cases are counted apart: neither the gate nor the baseline sees them.
+    results, drafts = split_drafts(scored(state.results))
     arms = aggregate(results)
+    args = session.config.invocation_params.args
+    found = unreplayed(state.results, lambda mode: record_command(args, mode))
+    state.blocks = [found.block()] if found else []
     problems: list[str] = []
     gate = decide_gate(state, arms, results, problems)
+    if gate is not None and gate.decision in (Decision.UPDATED, Decision.REFUSED):
+        state.blocks.insert(0, update_block(gate, accept_command(args)))
+    elif gate is not None and state.base is not None:
+        diff = baseline_diff(state.base.baseline, state.baseline or Baseline())
+        command = accept_base_command(args)
+        state.blocks.insert(0, verdict_block(gate, diff, found.total if found else 0, command))
     failures = tally(state)
     before = session.exitstatus
     session.exitstatus = exit_status(before, gate, failures, state.settings.update_baseline)
     lowered = before != session.exitstatus == pytest.ExitCode.OK
     state.arms, state.gate = arms, gate
-    state.summary = notes(state, gate, failures, lowered)
+    state.summary = draft_lines(drafts) + notes(state, gate, failures, lowered)
     problems += write_reports(state, arms, gate)
     for problem in problems:
         state.summary.append(f"ERROR: {problem}")
     if problems and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    report = {"arms": [a.to_dict() for a in arms], "gate": gate.to_dict() if gate else None}
+    report: dict[str, object] = {
+        "arms": [a.to_dict() for a in arms],
+        "gate": gate.to_dict() if gate else None,
+    }
+    if drafts:
+        report["unreviewed"] = draft_counts(drafts)
     state.report = report
     session.config.hook.pytest_cardprobe_report(report=report, config=session.config)
 
@@ -250,7 +320,11 @@ def breaker_lines(results: list[ProbeResult]) -> list[str]:
     why: dict[str, str] = {}
     for result in results:
         message = result.message or ""
-        if result.status == "infra" and message.startswith(BREAKER_PREFIX) and not result.samples:
+        if (
+            result.status == Status.INFRA
+            and message.startswith(BREAKER_PREFIX)
+            and not result.samples
+        ):
             server = message.split(" on ", 1)[1].split(" ", 1)[0]
             spared[server] = spared.get(server, 0) + 1
             why.setdefault(server, message)

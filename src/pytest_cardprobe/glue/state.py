@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_cardprobe.files import MB
+from pytest_cardprobe.files import MB, shown
+from pytest_cardprobe.glue.baseref import Base
 from pytest_cardprobe.glue.hints import carried_options, rerecord_hint
 from pytest_cardprobe.glue.recording import clashes, suite_file
 from pytest_cardprobe.judge.registry import BUILTIN_JUDGES, Judge
@@ -18,9 +20,13 @@ from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline
 from pytest_cardprobe.score.gate import Gate
+from pytest_cardprobe.score.outcome import Outcome, outcome_of
+from pytest_cardprobe.score.summary import Block
+from pytest_cardprobe.source.reader import SourceReader
 from pytest_cardprobe.suite.loader import Suite, SuiteLimits
 from pytest_cardprobe.types import ProbeResult
 from pytest_cardprobe.wire.cassettes.modes import backend_for
+from pytest_cardprobe.wire.redact import redact_url
 
 
 @dataclass
@@ -38,6 +44,8 @@ class CardprobeState:
     # The baseline read before the first test (every process reads it; outcomes need it).
     baseline: Baseline | None = None
     baseline_notes: list[str] = field(default_factory=list)
+    # The base's baseline, with --cardprobe-baseline-ref (glue/baseref.py).
+    base: Base | None = None
     arms: list[ArmScore] = field(default_factory=list)
     gate: Gate | None = None
     #: Suite files this process collected (or checked before an xdist run).
@@ -45,6 +53,8 @@ class CardprobeState:
     #: A message for the end of the run that is not part of the scoreboard.
     notice: str = ""
     suite_names: dict[str, Path] = field(default_factory=dict)
+    #: The suites this process loaded, by name (the controller's, for glue/progress.py).
+    suites: dict[str, Suite] = field(default_factory=dict)
     #: Per suite this process loaded: its case ids and asked (channel, condition) arms, for
     #: ``--prune-baseline`` (on the xdist controller, from the check made before collection).
     suite_shapes: dict[str, tuple[frozenset[str], frozenset[tuple[str, str]]]] = field(
@@ -52,8 +62,18 @@ class CardprobeState:
     )
     #: Per suite this process loaded: the suite file its cassettes record (glue/recording.py).
     suite_files: dict[str, str] = field(default_factory=dict)
+    #: The real paths of every file the suites of this process were read from: no report
+    #: may be written over one (glue/guard.input_clashes, reports.write_reports).
+    read_files: set[str] = field(default_factory=set)
+    #: What the reports say beside the scoreboard (score/summary.py), built at the end.
+    blocks: list[Block] = field(default_factory=list)
+    #: Per suite name: whether anything of it was ever recorded (glue/replaying.py).
+    recorded_suites: dict[str, bool] = field(default_factory=dict)
+    #: Reports of tests that could not replay, kept out of pytest's FAILURES section.
+    set_aside: list[Any] = field(default_factory=list)
     _limits: SuiteLimits | None = None
     _runtime: Runtime | None = None
+    _sources: SourceReader | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
 
     @property
@@ -62,6 +82,11 @@ class CardprobeState:
         from pytest_cardprobe.suite.builtin import builtin_suite_path
 
         return {builtin_suite_path(name).resolve() for name in self.settings.suites}
+
+    def close(self) -> None:
+        """Close the runtime's connection pools, when a runtime was made."""
+        if self._runtime is not None:
+            self._runtime.close()
 
     @property
     def runtime(self) -> Runtime:
@@ -79,6 +104,7 @@ class CardprobeState:
                     self.settings.record_mode,
                     max_bytes=int(self.settings.max_file_mb * MB),
                     redact=self.settings.redact_fields,
+                    limits=self.settings.stream_limits,
                 ),
                 server_index=index,
                 adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
@@ -88,6 +114,20 @@ class CardprobeState:
                 suite_file=lambda suite: suite_file(suite, self.config.rootpath),
             )
         return self._runtime
+
+    @property
+    def sources_read(self) -> SourceReader | None:
+        """The reader of the application's sources if a suite needed it, else None."""
+        return self._sources
+
+    @property
+    def sources(self) -> SourceReader:
+        """What suites of this run read from the application (glue/sources.py), made once."""
+        if self._sources is None:
+            from pytest_cardprobe.glue.sources import make_reader
+
+            self._sources = make_reader(self.config, self.settings)
+        return self._sources
 
     @property
     def limits(self) -> SuiteLimits:
@@ -107,8 +147,12 @@ class CardprobeState:
         """Remember what ``suite`` has (its cases and arms) for pruning the baseline."""
         from pytest_cardprobe.suite.matrix import asked_arms
 
+        self.suites[suite.name] = suite
         self.suite_shapes[suite.name] = (frozenset(c.id for c in suite.cases), asked_arms(suite))
         self.suite_files[suite.name] = suite_file(suite, self.config.rootpath)
+        from pytest_cardprobe.glue.guard import suite_inputs
+
+        self.read_files.update(os.path.realpath(p) for p in suite_inputs(suite))
 
     def recording_clashes(self) -> list[str]:
         """A recording run's usage errors: suites whose cassette folder holds another file's."""
@@ -119,6 +163,76 @@ class CardprobeState:
             self.settings.cassette_dir,
             int(self.settings.max_file_mb * MB),
         )
+
+    def read_baselines(self) -> list[str]:
+        """Read the baseline (and, with ``--cardprobe-baseline-ref``, the base's) before any
+        test runs; the problems (naming file and key), if any.
+
+        This is the only place the baselines are read and checked. Every process reads them
+        (xdist workers too): outcomes are decided where a test ran.
+        ``--cardprobe-update-baseline`` replaces a broken file, so there the problem is a
+        note, not a usage error.
+        """
+        from pytest_cardprobe.glue.baseref import BaseRefError, read_base
+        from pytest_cardprobe.score.baseline import BaselineError, load_baseline
+
+        settings = self.settings
+        max_bytes = int(settings.max_file_mb * MB)
+        try:
+            self.baseline = load_baseline(settings.baseline, max_bytes)
+        except BaselineError as exc:
+            if not settings.update_baseline:
+                return [f"{exc} (--cardprobe-baseline / ini cardprobe_baseline)"]
+            self.baseline_notes.append(f"replacing a baseline that could not be read: {exc}")
+        if settings.baseline_ref:
+            try:
+                self.base = read_base(settings.baseline_ref, settings.baseline, max_bytes)
+            except BaseRefError as exc:
+                return [str(exc)]
+        return []
+
+    def header(self) -> str:
+        """The run's header line (``pytest_report_header``): replay or record, the baseline
+        in force, and with a recording run the servers and models."""
+        s = self.settings
+        if s.live:
+            servers = ", ".join(redact_url(url) for url in s.servers)
+            doing = f"record (mode {s.record_mode}) from {servers} ({s.api} API)"
+        else:
+            doing = "replay (record mode none: no server is asked)"
+        models = f"models {', '.join(s.models)}" if s.models else "no model given"
+        where = shown(s.baseline)
+        if s.update_baseline:
+            baseline = f"writing the baseline {where}"
+        elif self.baseline is None:
+            baseline = f"no baseline yet ({where} does not exist)"
+        else:
+            baseline = f"baseline {where}"
+        if self.base is not None:
+            baseline += f", gating against {self.base.shown} ({self.base.path} there)"
+        return f"cardprobe: {doing}; {models}; {baseline}"
+
+    def outcome(self, result: ProbeResult, runxfail: bool) -> Outcome | None:
+        """How ``result`` shows against the baseline it is gated against: the base's when
+        a base ref is set (the change's own for a case the base lacks), else the committed
+        one; a flip is accepted by this update's reason, or by an acceptance the change
+        committed for this very base."""
+        own, base = self.baseline, self.base.baseline if self.base else None
+        return outcome_of(result, base or own, runxfail, own if base else None, self.accepts)
+
+    def accepts(self, arm: str, case: str, before: str, after: str) -> str | None:
+        """The reason a flip is accepted in this run, or None (score/outcome.Accepts)."""
+        settings = self.settings
+        if settings.update_baseline and settings.accept_reason:
+            return settings.accept_reason
+        if self.baseline is None or (self.base is None and not settings.update_baseline):
+            return None
+        # Gated against a base, or an update with no new reason: what the committed baseline
+        # accepted against this very base (an update keeps it, a gate honours it).
+        commit = self.base.commit if self.base else None
+        key = ("flip", arm, case, before, after)
+        found = (a for a in self.baseline.accepted if a.key == key and a.base == commit)
+        return next((a.reason for a in found), None)
 
     def judge_names(self) -> JudgeNames:
         """Names a suite's ``judge:`` key may use: built-ins plus plugin-provided ones."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_cardprobe.files import MB, folder_typed
 from pytest_cardprobe.run.settings import DEFAULT_PORT
-from pytest_cardprobe.types import model_problem
+from pytest_cardprobe.text import model_problem
 
 #: A reader: the text of a value to the value; ValueError("wants ..., got ...") when refused.
 Reader = Callable[[str], Any]
@@ -68,14 +68,58 @@ def one_of(choices: tuple[str, ...]) -> Reader:
 
 
 def text(value: str) -> str:
-    """Any text, kept as given."""
+    """Any text, kept as given, if it is text: command-line bytes that are not UTF-8 arrive
+    as surrogate escapes, which no request body or report can carry."""
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        raise ValueError(f"{value!r} holds bytes that are not UTF-8 text")
     return value
+
+
+def git_ref(value: str) -> str:
+    """A git revision to read the base's baseline from (``origin/main``, ``HEAD^1``, a hash):
+    one word of printable text that git cannot take for an option."""
+    ref = value.strip()
+    if not ref:
+        raise ValueError("wants a git revision such as origin/main, got an empty one")
+    if "://" in ref or ref.startswith("git@"):
+        # A remote's URL is no revision, and it may carry a token: not echoed anywhere.
+        raise ValueError(
+            "wants a git revision such as origin/main, got a repository URL (not shown: it "
+            "may hold a token); fetch the base branch first (git fetch --depth=1 origin "
+            "<the base branch>) and name it: origin/<the base branch>"
+        )
+    if ref.startswith("-") or not ref.isprintable() or any(c.isspace() for c in ref):
+        raise ValueError(f"wants a git revision such as origin/main, got {ref!r}")
+    return ref
+
+
+#: The longest reason an acceptance keeps (score/acceptance.py says why).
+MAX_REASON = 1000
+
+
+def reason(value: str) -> str:
+    """Why regressions are accepted: one line of printable text, not empty."""
+    said = value.strip()
+    if not said or not said.isprintable() or len(said) > MAX_REASON:
+        raise ValueError(
+            f"wants a reason: one line of text of at most {MAX_REASON} characters, got "
+            + (
+                "an empty one"
+                if not said
+                else f"{len(said)} characters"
+                if said.isprintable()
+                else "control characters"
+            )
+        )
+    return said
 
 
 def path_text(value: str) -> str:
     """A file or folder path: anything but empty (an empty path would silently mean "none")."""
     if not value.strip():
         raise ValueError("wants a path, got an empty one")
+    if "\x00" in value:
+        raise ValueError("holds a NUL character (\\x00), which no file name can")
     return value
 
 
@@ -89,7 +133,7 @@ def file_path_text(value: str) -> str:
 
 
 def model_name(name: str) -> str:
-    """A model name (see :func:`pytest_cardprobe.types.model_problem`)."""
+    """A model name (see :func:`pytest_cardprobe.text.model_problem`)."""
     problem = model_problem(name)
     if problem:
         raise ValueError(f"{name!r} {problem}")
@@ -197,7 +241,9 @@ def _check_host_name(shown: str, host: str) -> None:
 #: Headers that frame or route the request: httpx writes them, a user's copy breaks it.
 _CLIENT_HEADERS = frozenset(
     {"content-length", "transfer-encoding", "host", "connection", "te", "trailer", "upgrade",
-     "keep-alive", "proxy-connection"}
+     "keep-alive", "proxy-connection",
+     # Always identity: a compressed reply could not be bounded before it is inflated.
+     "accept-encoding"}
 )  # fmt: skip
 
 # RFC 9110 field names: a token.

@@ -8,37 +8,24 @@ handed ``5.0`` for an integer breaks on ``range(n)``, so the judge fails the cal
 
 What the judge sees is what the wire decoded. An OpenAI-compatible server passes the model's
 argument text through, so ``5.0`` arrives as a float; Ollama parses the model's text and
-re-encodes it, so ``5.0`` may arrive as ``5`` and nothing here can tell (README, "Your own
-tools").
+re-encodes it, so ``5.0`` may arrive as ``5`` and nothing here can tell (the guide,
+docs/guide/own-tools.md).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 from pytest_cardprobe.judge.matchers import show
 from pytest_cardprobe.suite.calls import admits
-from pytest_cardprobe.suite.schema import strict_types
+from pytest_cardprobe.suite.schema import tool_validator
 
 __all__ = ["schema_problem", "strict_validator"]
 
-
-@lru_cache(maxsize=256)
-def _validator(schema_text: str) -> Any:
-    # Imported here: only call suites pay for jsonschema's import.
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
-
-    schema = json.loads(schema_text)
-    return strict_types(validator_for(schema, default=Draft202012Validator))(schema)
-
-
-def strict_validator(parameters: Mapping[str, Any]) -> Any:
-    """The validator the judge checks arguments with (cached per schema)."""
-    return _validator(json.dumps(parameters, sort_keys=True))
+#: The validator the judge checks arguments with: the loader's own (``suite/schema.py``),
+#: so the load-time check of a case's argument values and the judge never disagree.
+strict_validator = tool_validator
 
 
 def _path(parts: Sequence[Any]) -> str:

@@ -7,13 +7,15 @@ is :mod:`judge.matchers`, the schema check :mod:`judge.argschema`, pairing unord
 :mod:`judge.pairing`.
 
 The checks run in a fixed order and the first failure decides the class, so one reply
-always gets one label (README, "Your own tools"). Every label starts with its class:
+always gets one label (the guide, docs/guide/own-tools.md). Every label starts with its class:
 
 1. ``malformed``: a text-written call that recovery refused, or arguments that do not decode;
    a swallowed turn (tokens generated, no call, no answer) is malformed too, labelled
    ``swallowed: N tokens generated, …``.
 2. ``no_call`` cases: any call is an ``over_call``; else the final text is checked.
-3. ``declined``: no call where one was expected.
+3. ``unforced``: a turn that had to call (the ``required`` condition) holds no call: the
+   server did not enforce the forcing, and the label says how it was sent.
+   ``declined``: no call where one was expected.
 4. ``unknown_tool``: a call to a name nobody declared.
 5. The names called against the names expected: a name in place of another is
    ``wrong_tool``; fewer calls of a name than expected ``missing_call``; more ``extra_call``;
@@ -28,7 +30,6 @@ always gets one label (README, "Your own tools"). Every label starts with its cl
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from pytest_cardprobe.suite.calls import (
     declared_names,
     parameters_of,
 )
+from pytest_cardprobe.suite.patterns import search
 from pytest_cardprobe.types import FailureClass, ToolCall, Verdict
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "json_equal",
     "judge_calls",
     "match",
+    "not_expected",
     "pair_problem",
     "schema_problem",
     "scripted_result",
@@ -78,6 +81,34 @@ class ModelTurn:
     thinking: str = ""  # that block's text: reported, never judged
     # Route ``swallowed``: tokens generated, no call and no answer delivered; its label.
     swallowed: str | None = None
+    # How the request forced this turn to call, when it did: ``tool_choice`` (OpenAI's
+    # ``"required"``) or ``format`` (Ollama's schema of the calls); None for a free turn.
+    forced: str | None = None
+
+
+#: What a forced turn without a call says, per way of forcing (docs/design.md §7):
+#: ``format`` (Ollama's own API), ``tool_choice`` (an OpenAI-compatible server) and
+#: ``tool_choice/ollama`` (Ollama's ``/v1``, known by its ``system_fingerprint``, which takes
+#: ``tool_choice`` and drops it).
+UNFORCED_LABELS: dict[str, str] = {
+    "tool_choice": (
+        'unforced tool_choice "required" was sent and the reply holds no call: the server '
+        "did not enforce it"
+    ),
+    "tool_choice/ollama": (
+        'unforced tool_choice "required" was sent to Ollama\'s /v1, which drops it: the '
+        "reply holds no call"
+    ),
+    "format": (
+        "unforced format of the calls was sent and the reply holds no call: the server did "
+        "not apply it"
+    ),
+}
+
+
+def unforced_label(forced: str) -> str:
+    """The label of a turn forced by ``forced`` that came back without a call."""
+    return UNFORCED_LABELS.get(forced, f"unforced {forced} was sent and the reply holds no call")
 
 
 def _label(text: str) -> str:
@@ -91,6 +122,18 @@ def _fail(label: str, failure: FailureClass) -> Verdict:
 
 def _names(calls: Sequence[ToolCall]) -> str:
     return ", ".join(c.name for c in calls) or "nothing"
+
+
+def not_expected(turn: ModelTurn) -> Verdict:
+    """The verdict of a drafted case with no expectation yet: it passes, and its label says
+    what the model did (``no expectation yet: called read_file``), for a person to review."""
+    if turn.calls:
+        did = f"called {_names(turn.calls)}"
+    elif turn.refused:
+        did = f"wrote a call that could not be read ({turn.refused})"
+    else:
+        did = "answered without a call"
+    return Verdict(passed=True, label=_label(f"no expectation yet: {did}"), failure=None)
 
 
 def pair_problem(calls: Sequence[ToolCall], specs: Sequence[CallSpec], ordered: bool) -> str | None:
@@ -128,13 +171,12 @@ def pair_problem(calls: Sequence[ToolCall], specs: Sequence[CallSpec], ordered: 
 
 def _check_final(text: str, checks: Sequence[FinalCheck]) -> str | None:
     for check in checks:
-        flags = re.IGNORECASE if check.ignore_case else 0
         folded, wanted = fold(text, check.ignore_case), fold(check.value, check.ignore_case)
         if check.kind == "contains" and wanted not in folded:
             return f"text lacks {check.value!r}"
         if check.kind == "not_contains" and wanted in folded:
             return f"text contains {check.value!r}"
-        if check.kind == "regex" and re.search(check.value, text, flags) is None:
+        if check.kind == "regex" and not search(check.value, text, check.ignore_case):
             return f"text does not match regex {check.value!r}"
     return None
 
@@ -226,6 +268,9 @@ def judge_calls(
         return Verdict(True, "ok no_call", None)
 
     want = list(expect.calls)
+    ignored = next((t.forced for t in turns if t.forced and not t.calls), None)
+    if ignored:
+        return _fail(unforced_label(ignored), FailureClass.UNFORCED)
     if not calls:
         return _fail(f"declined want {', '.join(s.name for s in want)}", FailureClass.DECLINED)
     unknown = [c.name for c in calls if c.name not in declared]

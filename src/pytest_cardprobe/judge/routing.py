@@ -80,6 +80,9 @@ def wrapper_fragment(content: str) -> bool:
 def swallowed(reply: ChatReply, generated: float | None, tools: bool) -> str | None:
     """The label of a reply whose call the server dropped, else None.
 
+    A server that said it could not parse the call (``reply.unparsed``, its parser's
+    message) dropped it too, and said why: ``unparsed: the server could not parse the tool
+    call: <message>``, whatever else the turn carried (calls streamed before the failure).
     The server says it generated tokens (``generated``: Ollama's ``eval_count``, the
     OpenAI-compatible ``completion_tokens``), yet the reply carries no tool call and no
     content, or (when the request declared ``tools``) content that is only a fragment of a
@@ -87,6 +90,9 @@ def swallowed(reply: ChatReply, generated: float | None, tools: bool) -> str | N
     end-of-turn token. Not a reply the token limit cut (that is ``truncated``), nor one whose
     tokens went into its reasoning.
     """
+    if reply.unparsed is not None:
+        shown = " ".join(reply.unparsed.split())
+        return f"unparsed: the server could not parse the tool call: {shown}"[:120]
     if reply.tool_calls or reply.finish_reason == "length" or not generated or generated <= 1:
         return None
     content, thinking = split_reasoning(reply.content)
@@ -146,9 +152,9 @@ def turn_of(reply: ChatReply, declared: Sequence[str], generated: float | None =
 
     # A leading <think> block is reasoning, not the answer: calls are looked for after it.
     content, thinking = split_reasoning(reply.content)
-    if reply.tool_calls:
-        return ModelTurn("tool_calls", reply.tool_calls, content, thinking=thinking)
     dropped = swallowed(reply, generated, bool(declared))
+    if reply.tool_calls and not reply.unparsed:
+        return ModelTurn("tool_calls", reply.tool_calls, content, thinking=thinking)
     if dropped:
         return ModelTurn("swallowed", (), content, thinking=thinking, swallowed=dropped)
     recovery = recover_tool_calls(content, list(declared))

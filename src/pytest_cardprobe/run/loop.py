@@ -5,14 +5,28 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from pytest_cardprobe.judge.call import ModelTurn, judge_calls, scripted_result
+from pytest_cardprobe.judge.call import ModelTurn, judge_calls, not_expected, scripted_result
 from pytest_cardprobe.judge.routing import turn_of
 from pytest_cardprobe.judge.withhold import exposure
 from pytest_cardprobe.run.asking import Exchange, call_id, figures, infra_record
 from pytest_cardprobe.suite.calls import ScriptedResult
 from pytest_cardprobe.suite.matrix import Probe
+from pytest_cardprobe.suite.request import assistant_calls, tool_answer
 from pytest_cardprobe.types import ChatReply, ChatRequest, Message, SampleRecord, trim
 from pytest_cardprobe.wire.errors import InfraError
+
+#: How each API carries a forced turn (``ChatRequest.tool_choice``), as the labels name it.
+FORCED_BY: dict[str, str] = {"ollama": "format", "openai": "tool_choice"}
+
+
+def forced_by(api: str, reply: ChatReply) -> str:
+    """How a forced turn was sent, as :data:`judge.call.UNFORCED_LABELS` names it: Ollama's
+    ``/v1`` (its replies say ``system_fingerprint: fp_ollama``) takes ``tool_choice`` and
+    drops it, which its label says."""
+    how = FORCED_BY.get(api, "tool_choice")
+    if how == "tool_choice" and reply.raw.get("system_fingerprint") == "fp_ollama":
+        return "tool_choice/ollama"
+    return how
 
 
 def feedback_messages(
@@ -30,45 +44,17 @@ def feedback_messages(
     """
     answers = [scripted_result(call, results) for call in turn.calls]
     if api == "openai":
-        ids = [call.id or f"call_{number}_{i}" for i, call in enumerate(turn.calls)]
-        assistant: Message = {
-            "role": "assistant",
-            "content": reply.content,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": json.dumps(call.arguments, ensure_ascii=False),
-                    },
-                }
-                for call_id, call in zip(ids, turn.calls, strict=True)
-            ],
-        }
-        tools: list[Message] = [
-            {"role": "tool", "tool_call_id": call_id, "content": answer}
-            for call_id, answer in zip(ids, answers, strict=True)
+        ids: list[str | None] = [
+            call.id or f"call_{number}_{i}" for i, call in enumerate(turn.calls)
         ]
-        return [assistant, *tools]
-    assistant = {
-        "role": "assistant",
-        "content": reply.content,
-        "tool_calls": [
-            {**call_id(call), "function": {"name": call.name, "arguments": call.arguments}}
-            for call in turn.calls
-        ],
-    }
+    else:
+        ids = [call.id for call in turn.calls]
+    calls = [(c.name, c.arguments, i) for c, i in zip(turn.calls, ids, strict=True)]
     return [
-        assistant,
+        assistant_calls(api, reply.content, calls),
         *(
-            {
-                "role": "tool",
-                "tool_name": call.name,
-                "content": answer,
-                **({"tool_call_id": call.id} if call.id else {}),
-            }
-            for call, answer in zip(turn.calls, answers, strict=True)
+            tool_answer(api, call.name, answer, call_id)
+            for call, answer, call_id in zip(turn.calls, answers, ids, strict=True)
         ),
     ]
 
@@ -85,18 +71,24 @@ def shown_turn(number: int, turn: ModelTurn, many: bool) -> str:
 
 
 def turn_request(
-    exchange: Exchange, base: ChatRequest, extra: list[Message], probe: Probe
+    exchange: Exchange,
+    base: ChatRequest,
+    extra: list[Message],
+    probe: Probe,
+    forced: bool = True,
 ) -> ChatRequest:
     """A fresh request per turn, adjusted by the hook each time.
 
     So a conftest can shape the first turn of a loop differently from the turns after a
-    tool result.
+    tool result. ``forced`` False lifts the base request's ``tool_choice``: a turn of the
+    ``required`` condition after the expected calls were made is free to answer.
     """
     request = replace(
         base,
         messages=[*base.messages, *extra],
         tools=[dict(t) for t in base.tools],
         options=dict(base.options),
+        tool_choice=base.tool_choice if forced else None,
     )
     exchange.adjust(request, probe)
     return request
@@ -124,8 +116,9 @@ class ToolLoop:
         probe = self.probe
         case = probe.case
         expect = case.expect
-        assert expect is not None, "a call suite's case always has an expectation"
-        limit = case.max_turns if expect.multi_turn else 1
+        # An unreviewed draft may have no expectation yet: one turn, reported as it went.
+        multi_turn = expect is not None and expect.multi_turn
+        limit = case.max_turns if multi_turn else 1
         extra: list[Message] = []
         turns: list[ModelTurn] = []
         shown: list[str] = []
@@ -134,16 +127,24 @@ class ToolLoop:
         reasoning: list[str] = []
         finish: str | None = None
         reply: ChatReply | None = None
+        api = self.exchange.settings.api
+        made = 0  # calls made so far: a turn is forced until the expected ones were made
+        # A drafted case not reviewed yet may have no expectation: its first turn is forced.
+        expected = len(expect.calls) if expect is not None else 1
         for number in range(limit):
-            request = turn_request(self.exchange, self.base, extra, probe)
+            forced = made < expected
+            request = turn_request(self.exchange, self.base, extra, probe, forced)
             try:
                 reply, wall = self.exchange.send(request, self.server, self.live)
             except InfraError as exc:
                 return infra_record(index, exc), None
             found = figures(reply, wall)
             turn = turn_of(reply, probe.suite.tool_names, found.get("generated_tokens"))
+            if request.tool_choice:
+                turn = replace(turn, forced=forced_by(api, reply))
+            made += len(turn.calls)
             turns.append(turn)
-            shown.append(shown_turn(number, turn, expect.multi_turn))
+            shown.append(shown_turn(number, turn, multi_turn))
             reasoning.extend(t for t in (reply.thinking.strip(), turn.thinking) if t)
             # A loop's figures are its turns' added up (tokens, durations, wall time).
             for key, value in found.items():
@@ -152,13 +153,15 @@ class ToolLoop:
                 for key, value in exposure(reply.pieces, probe.suite.tool_names).items():
                     shown_stream[key] = shown_stream.get(key, 0) + value
             finish = reply.finish_reason
-            if not expect.multi_turn or not turn.calls:
+            if not multi_turn or not turn.calls:
                 break
-            api = self.exchange.settings.api
             extra.extend(feedback_messages(api, reply, turn, case.results, number))
-        verdict = judge_calls(
-            turns, expect, probe.suite.tools, max_turns=limit if expect.multi_turn else None
-        )
+        if expect is None:
+            verdict = not_expected(turns[0])
+        else:
+            verdict = judge_calls(
+                turns, expect, probe.suite.tools, max_turns=limit if multi_turn else None
+            )
         record = SampleRecord.from_verdict(index, turns[0].route, verdict, "\n".join(shown), finish)
         record.calls = [[c.name for c in t.calls] for t in turns]
         record.turns = len(turns)

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from pytest_cardprobe.run.settings import Settings
-from pytest_cardprobe.types import escape_control
+from pytest_cardprobe.text import escape_control
 from pytest_cardprobe.wire.client import ChatClient
 from pytest_cardprobe.wire.errors import ClientError, InfraError, ModelNotFound
 from pytest_cardprobe.wire.identity import model_identity

@@ -37,7 +37,9 @@ class RetryThroughTool:
         if first.failure != FailureClass.MALFORMED.value:
             return first, reply
         settings = self.exchange.settings
-        retry = build_request(self.probe, settings.base_options(), self.think, channel="tool")
+        retry = build_request(
+            self.probe, settings.base_options(), self.think, channel="tool", api=settings.api
+        )
         self.exchange.adjust(retry, self.probe)
         record, reply = OneTurn(
             self.exchange, retry, "tool", self.judge, self.server, self.live

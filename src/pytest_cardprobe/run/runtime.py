@@ -2,9 +2,8 @@
 
 The :class:`Runtime` lives for one pytest session (one per xdist worker) and owns the
 connection pools, the circuit breaker and what the session learnt about models (unknown, no
-tool support, identity, warmed up). How a probe asks is one of the ways in ``asking.py``,
-``retry.py`` and ``loop.py``; the runtime picks it and hands it itself as the
-:class:`~pytest_cardprobe.run.asking.Exchange`.
+tool support, identity, warmed up). It picks how a probe asks (``asking.py``, ``retry.py``,
+``loop.py``) and hands it itself as the :class:`~pytest_cardprobe.run.asking.Exchange`.
 """
 
 from __future__ import annotations
@@ -24,7 +23,8 @@ from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import Suite
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
-from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord
+from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Status
+from pytest_cardprobe.wire import identity as wire_identity
 from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
 from pytest_cardprobe.wire.cassettes.format import Recording
 from pytest_cardprobe.wire.cassettes.modes import Backend
@@ -38,7 +38,6 @@ from pytest_cardprobe.wire.errors import (
     RequestRejected,
     Unsupported,
 )
-from pytest_cardprobe.wire.identity import model_identity, server_change, server_identity
 from pytest_cardprobe.wire.redact import redact_url
 from pytest_cardprobe.wire.slots import server_slot
 
@@ -76,8 +75,9 @@ def new_result(probe: Probe, nodeid: str) -> ProbeResult:
         channel=probe.channel,
         condition=probe.condition,
         case=probe.case.id,
-        status="passed",
+        status=Status.PASSED,
         canary=probe.case.canary,
+        draft=True if not probe.case.reviewed else None,
     )
 
 
@@ -107,6 +107,7 @@ class Runtime:
         self._identities: dict[tuple[str, str], dict[str, str]] = {}
         self._servers: dict[str, dict[str, str]] = {}
         self._warmed: set[tuple[str, str]] = set()
+        self.on_sent: Callable[[], None] = lambda: None  # after each request sent live
 
     @property
     def client(self) -> ChatClient:
@@ -177,9 +178,8 @@ class Runtime:
 
         Live (default: the backend's), it first waits for one of the server's slots, so time
         spent queued does not count against the request timeout. Infra failures count
-        toward the server's breaker (live runs only) and are raised; once the breaker is
-        open nothing more is sent to that server. ``wire`` is :meth:`wire_text` of
-        ``request`` when the caller has it.
+        toward the server's breaker (live runs only) and are raised; once it is open nothing
+        more is sent to that server. ``wire``: :meth:`wire_text` of ``request``, if known.
         """
         live = self.backend.live if live is None else live
         broken = self.broken_servers.get(server)
@@ -191,6 +191,7 @@ class Runtime:
                     started = time.perf_counter()
                     reply = self.client_for(server).chat(request, wire)
                     wall: float | None = time.perf_counter() - started
+                self.on_sent()
             else:
                 reply, wall = self.client_for(server).chat(request, wire), None
         except InfraError as exc:
@@ -222,7 +223,7 @@ class Runtime:
         key = (server, model)
         if key not in self._identities:
             try:
-                self._identities[key] = model_identity(self.client_for(server), model)
+                self._identities[key] = wire_identity.model_identity(self.client_for(server), model)
             except (InfraError, ModelNotFound, RequestRejected):
                 self._identities[key] = {}  # the chat call reports what is wrong
         return self._identities[key]
@@ -231,7 +232,7 @@ class Runtime:
         """What ``server`` says it is (kind and version), asked once per server."""
         if server not in self._servers:
             try:
-                self._servers[server] = server_identity(self.client_for(server))
+                self._servers[server] = wire_identity.server_identity(self.client_for(server))
             except (InfraError, ModelNotFound, RequestRejected):
                 self._servers[server] = {}  # the chat call reports what is wrong
         return self._servers[server]
@@ -272,16 +273,16 @@ class Runtime:
         server = server or self.server
         result = new_result(probe, nodeid)
         if probe.model in self.missing_models:
-            result.status, result.message = "error", self.missing_models[probe.model]
+            result.status, result.message = Status.ERROR, self.missing_models[probe.model]
             return result
         if server in self.broken_servers:
             # Fail at once and leave the cassette alone: the server is not answering.
-            result.status, result.message = "infra", self.broken_servers[server]
+            result.status, result.message = Status.INFRA, self.broken_servers[server]
             return result
         s = self.settings
         think = s.think or probe.suite.think or s.think_default
         calls = probe.suite.is_call_suite
-        base = build_request(probe, s.base_options(), think)
+        base = build_request(probe, s.base_options(), think, api=s.api)
         request = turn_request(self, base, [], probe)
         uses_tool = calls or probe.channel in ("tool", "retry")
         unsupported = self._tools_missing(probe.model, server) if uses_tool else None
@@ -302,10 +303,10 @@ class Runtime:
             identity = dict(self.identity(server, probe.model))
             serving = self.server_identity(server)
             before = recorded_identity(path)
-            old, new = before["model"].get("digest"), identity.get("digest")
-            if old and new and old != new:
-                result.model_changed = f"{old} → {new}"
-            result.server_changed = server_change(before["server"], serving)
+            result.model_changed = wire_identity.model_change(before["model"], identity)
+            result.server_changed = wire_identity.server_change(
+                before["server"], serving, request.options
+            )
             if not unsupported:
                 result.warmup = self.warm_up(request, server)
         with self.backend.open(
@@ -322,7 +323,7 @@ class Runtime:
             result.recorded = recorded_at(rec.metadata)
             if unsupported or rec.metadata.get("unsupported"):
                 rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
-                result.status, result.message = "unsupported", rec.metadata["unsupported"]
+                result.status, result.message = Status.UNSUPPORTED, rec.metadata["unsupported"]
                 return result
             way = self.way_of_asking(probe, base, request, judge, server, rec.live)
             seen: list[str] = []
@@ -379,21 +380,21 @@ class Runtime:
             except ModelNotFound as exc:
                 rec.keep = False
                 self.missing_models[probe.model] = str(exc)
-                result.status, result.message = "error", str(exc)
+                result.status, result.message = Status.ERROR, str(exc)
                 return
             except Unsupported as exc:
                 rec.metadata["unsupported"] = str(exc)
-                result.status, result.message = "unsupported", str(exc)
+                result.status, result.message = Status.UNSUPPORTED, str(exc)
                 return
             except RequestRejected as exc:
                 rec.keep = False
-                result.status, result.message = "error", f"server rejected the request: {exc}"
+                result.status, result.message = Status.ERROR, f"server rejected the request: {exc}"
                 return
             result.samples.append(record)
             if record.failure == "infra":
                 # Not the model's doing: record nothing, ask no more, leave the case unscored.
                 rec.keep = False
-                result.status, result.message = "infra", record.label
+                result.status, result.message = Status.INFRA, record.label
                 return
         if not all(s.passed for s in result.samples):
-            result.status = "failed"
+            result.status = Status.FAILED

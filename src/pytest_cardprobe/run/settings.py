@@ -9,22 +9,20 @@ cap in ``files``, the sample limit in the suite loader, the rest here; the optio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB
-from pytest_cardprobe.score.gate import GateSettings
-from pytest_cardprobe.suite.context import MAX_SAMPLES
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB
+from pytest_cardprobe.gatesettings import GateSettings
+from pytest_cardprobe.suite.context import MAX_SAMPLES, MAX_TURNS
 from pytest_cardprobe.wire.client import ClientSettings
-from pytest_cardprobe.wire.redact import REDACTED, redact_headers, redact_url
+from pytest_cardprobe.wire.redact import DEFAULT_REDACT_FIELDS, redacted_repr
+from pytest_cardprobe.wire.shapes import StreamLimits
 
 #: Ollama's port, for a server given as a bare host (``OLLAMA_HOST=myhost``).
 DEFAULT_PORT = 11434
 DEFAULT_SERVER = f"http://127.0.0.1:{DEFAULT_PORT}"
-# Request-body keys replaced by "[redacted]" before a request is recorded (ini
-# cardprobe_redact_fields adds more): credentials a hook may put into the body.
-DEFAULT_REDACT_FIELDS = ("api_key", "apikey", "access_token", "token", "password", "secret")
 _WIRE = ClientSettings(base_url=DEFAULT_SERVER)
 
 
@@ -54,16 +52,28 @@ class Settings:
     cassette_dir: Path = Path("cassettes")
     api_key: str | None = None
     strict_tools: bool = False  # tool-lint findings are usage errors (--cardprobe-strict-tools)
+    # Unreviewed drafted cases fail instead of being reported apart (--cardprobe-strict-review).
+    strict_review: bool = False
     gate: GateSettings = field(default_factory=GateSettings)
     baseline: Path = Path("cardprobe-baseline.json")
+    # --cardprobe-baseline-ref: the git revision whose baseline (the same repository path)
+    # the run is gated against too; None: the committed baseline alone.
+    baseline_ref: str | None = None
     update_baseline: bool = False
+    # --cardprobe-accept-reason: why an update accepts the regressions it finds.
+    accept_reason: str | None = None
     # --prune-baseline: also drop cases and arms the collected suites no longer have.
     prune_baseline: bool = False
     json_report: Path | None = None
     md_report: Path | None = None
     html_report: Path | None = None
     max_file_mb: float = DEFAULT_MAX_FILE_MB
+    # The most one reply may bring (None: max_file_mb, the cap of the cassette it goes in).
+    max_reply_mb: float | None = None
+    max_stream_lines: int = _WIRE.limits.lines
+    max_stream_chunks: int = _WIRE.limits.chunks
     max_samples: int = MAX_SAMPLES
+    max_turns: int = MAX_TURNS
     redact_fields: list[str] = field(default_factory=lambda: list(DEFAULT_REDACT_FIELDS))
     headers: dict[str, str] = field(default_factory=dict)
     # --cardprobe-think when given (it beats a suite's `think:`); else the suite's, else
@@ -76,15 +86,14 @@ class Settings:
     parallel: int = 1
     # Consecutive infra failures on one server before its remaining tests fail at once.
     breaker: int = 5
+    # What a run does with the sources suites name (python:, mcp:): auto, always or never
+    # (--cardprobe-source-check), and how long reading one may take (ini).
+    source_check: str = "auto"
+    source_timeout: float = 60.0
     #: Settings given on the command line (a flag or its old spelling), by field name.
     command_line: frozenset[str] = frozenset()
 
-    def __repr__(self) -> str:
-        shown: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
-        shown["servers"] = [redact_url(url) for url in self.servers]
-        shown["api_key"] = REDACTED if self.api_key else None
-        shown["headers"] = redact_headers(self.headers)
-        return f"Settings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+    __repr__ = redacted_repr
 
     @property
     def live(self) -> bool:
@@ -94,6 +103,11 @@ class Settings:
     def base_options(self) -> dict[str, Any]:
         """Model options every request carries (the reference request)."""
         return {"temperature": 0, "num_ctx": self.num_ctx}
+
+    @property
+    def stream_limits(self) -> StreamLimits:
+        """What a streamed reply may hold, live and in replay."""
+        return StreamLimits(lines=self.max_stream_lines, chunks=self.max_stream_chunks)
 
     def client_settings(self, server: str) -> ClientSettings:
         """How the wire reaches ``server`` with these settings."""
@@ -106,4 +120,6 @@ class Settings:
             keep_alive=self.keep_alive,
             api_key=self.api_key,
             headers=dict(self.headers),
+            max_reply_bytes=int((self.max_reply_mb or self.max_file_mb) * MB),
+            limits=self.stream_limits,
         )

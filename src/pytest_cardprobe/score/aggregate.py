@@ -9,15 +9,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cardprobe.score.bounds import figure
+from pytest_cardprobe.score.canary import CANARY_VERDICTS, NOT_MEASURED, Canary, canaries
 from pytest_cardprobe.score.rule import label_of, sample_counts
 from pytest_cardprobe.score.stats import share
-from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ArmKeyed, ProbeResult
+from pytest_cardprobe.suite.records import CALL_CHANNEL, REQUIRED
+from pytest_cardprobe.types import CALL_CLASSES, CARD_CLASSES, ArmKeyed, ProbeResult, Status
+
+__all__ = [
+    "CANARY_VERDICTS",
+    "NOT_MEASURED",
+    "ArmScore",
+    "Canary",
+    "aggregate",
+    "canaries",
+]
 
 # Scoreboard columns of card arms and of call arms (channel ``call``), in the order
 # types.py declares them.
 FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in CARD_CLASSES)
 CALL_FAILURE_CLASSES: tuple[str, ...] = tuple(c.value for c in CALL_CLASSES)
-CALL_CHANNEL = "call"
 
 
 def classes_of(channel: str) -> tuple[str, ...]:
@@ -25,6 +35,12 @@ def classes_of(channel: str) -> tuple[str, ...]:
     return CALL_FAILURE_CLASSES if channel == CALL_CHANNEL else FAILURE_CLASSES
 
 
+#: What a forced arm shows for adoption (a cell), and why (the JSON report's note).
+ADOPTION_FORCED = "n/a (forced)"
+ADOPTION_FORCED_WHY = (
+    "not measured: in a forced arm the way of forcing decides the route (Ollama's format: "
+    "a call written as text, recovered; tool_choice: a structured call), not the model"
+)
 ROUTES: tuple[str, ...] = ("tool_calls", "recovered", "content", "swallowed")
 
 
@@ -98,6 +114,9 @@ class ArmScore(ArmKeyed):
     generated_tokens: float = 0
     generate_s: float = 0
     args_as_string: int = 0  # call arms: calls whose arguments came as a JSON string
+    # Per judged case, its samples' failure classes counted (the offered-vs-forced table
+    # compares two arms over the cases both ran).
+    case_failures: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in classes_of(self.channel):
@@ -107,6 +126,11 @@ class ArmScore(ArmKeyed):
     def is_call_arm(self) -> bool:
         """An arm of a call suite (channel ``call``)."""
         return self.channel == CALL_CHANNEL
+
+    @property
+    def forced(self) -> bool:
+        """A call arm of the ``required`` condition: every turn that must call was forced."""
+        return self.is_call_arm and self.condition == REQUIRED
 
     # The arm's key as the scoreboard code names it; written once, in types.ArmKeyed.
     key = ArmKeyed.arm
@@ -121,9 +145,13 @@ class ArmScore(ArmKeyed):
         """(structured ``tool_calls``, calls it is a share of); None off the tool channel.
 
         In a call arm, where declining is right for some cases, the share is taken over the
-        samples whose first turn made a call at all: structured, or written as text.
+        samples whose first turn made a call at all: structured, or written as text. A forced
+        arm has none: the way of forcing decides the route (Ollama's format makes every call
+        text, OpenAI's tool_choice a structured one), so the share would measure the server.
         """
         tool = self.routes["tool_calls"]
+        if self.forced:
+            return None
         if self.is_call_arm:
             made = tool + self.routes["recovered"]
             return (tool, made) if made else None
@@ -184,15 +212,15 @@ class ArmScore(ArmKeyed):
             if sample.retry_of is not None:
                 self.retry.add(sample.passed, sample.route)
             self.args_as_string += sample.args_as_string or 0
-        if result.status == "unsupported":
+        if result.status == Status.UNSUPPORTED:
             self.unsupported += 1
             return
-        if result.status in ("infra", "error"):
+        if result.status in (Status.INFRA, Status.ERROR):
             self.unscored += 1
             self.cases[result.case] = {"status": result.status, "label": result.message or ""}
             return
         self.scored += 1
-        ok = result.status == "passed"
+        ok = result.status == Status.PASSED
         self.passed += ok
         if result.split:
             self.split.append(result.case)
@@ -210,6 +238,11 @@ class ArmScore(ArmKeyed):
             self.relaxed += 1
             entry["at_least"] = result.at_least
         self.cases[result.case] = entry
+        found: dict[str, int] = {}
+        for sample in result.samples:
+            if sample.failure and sample.failure != "infra":
+                found[sample.failure] = found.get(sample.failure, 0) + 1
+        self.case_failures[result.case] = found
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form with stable ordering."""
@@ -243,6 +276,9 @@ class ArmScore(ArmKeyed):
         }
         if self.is_call_arm:
             data["args_as_string"] = self.args_as_string
+        if self.forced:
+            data["forced"] = True
+            data["adoption_note"] = ADOPTION_FORCED_WHY
         return data
 
     def timing(self) -> dict[str, Any]:
@@ -284,100 +320,3 @@ def aggregate(results: Iterable[ProbeResult]) -> list[ArmScore]:
             arm = arms[result.arm] = ArmScore(*result.arm)
         arm.add(result)
     return [arms[k] for k in sorted(arms)]
-
-
-# --------------------------------------------------------------------------- canary
-
-#: Canary verdicts, best first.
-CANARY_VERDICTS: tuple[str, ...] = ("supported", "supportedButDeclines", "overCalls", "unsupported")
-#: The word of a canary whose needs_tool or no_tool side did not run this time.
-NOT_MEASURED = "not measured"
-
-
-@dataclass
-class Canary:
-    """One model's tool-calling capability, from a call suite's canary cases."""
-
-    suite: str
-    model: str
-    needs_called: int = 0  # needs_tool samples whose first turn made a call
-    needs_total: int = 0
-    no_abstained: int = 0  # no_tool samples that made no call
-    no_total: int = 0
-    unsupported: bool = False
-
-    @property
-    def key(self) -> str:
-        """``suite/model``, the baseline key."""
-        return f"{self.suite}/{self.model}"
-
-    @property
-    def measured(self) -> bool:
-        """Both sides were judged: at least one needs_tool and one no_tool sample (or the
-        server refused tools). A verdict from one side only is no verdict: a ``-k`` run that
-        selects one canary case must not compare or record one."""
-        return self.unsupported or (self.needs_total > 0 and self.no_total > 0)
-
-    @property
-    def verdict(self) -> str:
-        """``unsupported`` (the server refuses tools), ``overCalls`` (a call where none was
-        needed), ``supportedButDeclines`` (no call where one was needed), else ``supported``;
-        ``not measured`` when one side did not run (see :attr:`measured`)."""
-        if not self.measured:
-            return NOT_MEASURED
-        if self.unsupported:
-            return "unsupported"
-        if self.no_abstained < self.no_total:
-            return "overCalls"
-        if self.needs_called < self.needs_total:
-            return "supportedButDeclines"
-        return "supported"
-
-    def line(self) -> str:
-        """One scoreboard line."""
-        if self.unsupported:
-            return f"canary {self.key}: unsupported (the server refuses tools)"
-        if not self.measured:
-            missing = [
-                f"{side} 0/0"
-                for side, n in (("needs_tool", self.needs_total), ("no_tool", self.no_total))
-                if not n
-            ]
-            ran = (
-                f"needs_tool called {self.needs_called}/{self.needs_total}"
-                if self.needs_total
-                else f"no_tool abstained {self.no_abstained}/{self.no_total}"
-                if self.no_total
-                else "no canary sample was judged"
-            )
-            return (
-                f"canary {self.key}: {NOT_MEASURED} ({', '.join(missing)}) — {ran}; a verdict "
-                "needs both sides, so none is compared or written to the baseline"
-            )
-        return (
-            f"canary {self.key}: {self.verdict} — needs_tool called "
-            f"{self.needs_called}/{self.needs_total}, no_tool abstained "
-            f"{self.no_abstained}/{self.no_total} samples"
-        )
-
-
-def canaries(results: Iterable[ProbeResult]) -> list[Canary]:
-    """One canary per call suite x model that ran canary cases, sorted by key."""
-    found: dict[tuple[str, str], Canary] = {}
-    for result in results:
-        if result.canary is None:
-            continue
-        canary = found.setdefault((result.suite, result.model), Canary(result.suite, result.model))
-        if result.status == "unsupported":
-            canary.unsupported = True
-            continue
-        for sample in result.samples:
-            if sample.failure == "infra" or sample.calls is None:
-                continue
-            if result.canary == "needs_tool":
-                canary.needs_total += 1
-                canary.needs_called += sample.called
-            else:
-                canary.no_total += 1
-                canary.no_abstained += not sample.called
-    return [found[k] for k in sorted(found)]

@@ -1,14 +1,13 @@
-"""The committed baseline: each arm's per-case verdicts and route counts, read and written.
+"""The committed baseline: each arm's per-case verdicts and route counts, read and checked.
 
 Reading validates every key, so a bad file stops the run before any test with a message
 naming the file and the key. The gate (``gate.py``) takes the parsed :class:`Baseline` and
-never touches files.
+never touches files; ``baseline_update.py`` merges a run into the file and writes it.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,11 @@ from pytest_cardprobe.files import (
     MB,
     FileRefused,
     read_capped,
-    write_atomically,
 )
 from pytest_cardprobe.jsonread import load_json
-from pytest_cardprobe.score.aggregate import CANARY_VERDICTS, ArmScore, Canary
+from pytest_cardprobe.score.acceptance import Acceptance, parse_acceptances
+from pytest_cardprobe.score.aggregate import CANARY_VERDICTS
 from pytest_cardprobe.score.bounds import MAX_COUNT, is_count
-from pytest_cardprobe.types import ProbeResult
 
 BASELINE_FORMAT = 1
 #: A count a baseline may hold (bounds.py says why a billion).
@@ -69,6 +67,8 @@ class Baseline:
     arms: dict[str, dict[str, CaseVerdict]] = field(default_factory=dict)
     # Call suites: per ``suite/model``, the canary verdict (``supported``, ...).
     canary: dict[str, str] = field(default_factory=dict)
+    # What --cardprobe-update-baseline accepted, with its reason and base (acceptance.py).
+    accepted: list[Acceptance] = field(default_factory=list)
 
     def verdict(self, arm_id: str, case: str) -> CaseVerdict | None:
         """The baseline verdict of ``case`` in ``arm_id``, or None when it has none."""
@@ -137,7 +137,11 @@ def parse_baseline(data: object, source: str) -> Baseline:
             f"{source}: key canary.{key}",
             f"one of {', '.join(CANARY_VERDICTS)} (got {verdict!r})",
         )
-    return Baseline(out, {str(k): str(v) for k, v in canary.items()})
+    try:
+        accepted = parse_acceptances(data.get("accepted", []))
+    except ValueError as exc:
+        raise BaselineError(f"{source}: key {exc}; fix or drop the entry") from None
+    return Baseline(out, {str(k): str(v) for k, v in canary.items()}, accepted)
 
 
 def _sample_counts(entry: Mapping[str, Any], at: str) -> dict[str, int | None]:
@@ -171,11 +175,11 @@ def load_baseline(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Base
     The file is read only if it is a regular file of at most ``max_bytes`` (ini
     ``cardprobe_max_file_mb``): a FIFO or device there must not hang or flood the run.
     """
-    data = _read(path, max_bytes)
+    data = read_file(path, max_bytes)
     return None if data is None else parse_baseline(data, f"baseline {path}")
 
 
-def _read(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Any:
+def read_file(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Any:
     regenerate = (
         "; restore it from version control or regenerate it with --cardprobe-update-baseline"
     )
@@ -199,172 +203,3 @@ def _read(path: Path, max_bytes: int = DEFAULT_MAX_FILE_MB * MB) -> Any:
     except (ValueError, RecursionError) as exc:
         # RecursionError: thousands of nested brackets exhaust the parser's stack.
         raise BaselineError(f"baseline {path} is not valid JSON: {exc}" + regenerate) from None
-
-
-def route_counts(results: Sequence[ProbeResult]) -> dict[tuple[str, str], tuple[int, int]]:
-    """Per (arm id, case): calls that produced a reply, and how many went through tool_calls."""
-    counts: dict[tuple[str, str], tuple[int, int]] = {}
-    for r in results:
-        routed = [s.route for s in r.samples if s.route]
-        counts[(r.arm_id, r.case)] = (len(routed), routed.count("tool_calls"))
-    return counts
-
-
-#: What a pruning run knows of each suite it collected: its case ids and its
-#: (channel, condition) arms. Arms and cases of suites it did not collect are kept.
-SuiteShapes = Mapping[str, tuple[frozenset[str], frozenset[tuple[str, str]]]]
-
-
-@dataclass
-class BaselineUpdate:
-    """What ``--cardprobe-update-baseline`` did: the cases it wrote, kept and pruned."""
-
-    path: str
-    updated: int = 0  # cases of this run written into their arms
-    arms: int = 0  # arms those cases belong to
-    kept: int = 0  # cases of the old baseline that did not run and stay as they were
-    pruned_cases: list[str] = field(default_factory=list)  # ``arm: case``
-    pruned_arms: list[str] = field(default_factory=list)
-
-    @property
-    def summary(self) -> str:
-        """``baseline: updated N case(s) in M arm(s), kept K`` (and what was pruned)."""
-        text = (
-            f"baseline {self.path}: updated {self.updated} case(s) in {self.arms} arm(s), "
-            f"kept {self.kept}"
-        )
-        if self.pruned_cases or self.pruned_arms:
-            text += (
-                f"; pruned {len(self.pruned_cases)} case(s) and {len(self.pruned_arms)} arm(s) "
-                "the suites no longer have"
-            )
-        return text
-
-
-def _case_entries(
-    arm: ArmScore, counts: Mapping[tuple[str, str], tuple[int, int]], recorded: Mapping[str, str]
-) -> dict[str, dict[str, Any]]:
-    """The verdict entries of this run's judged cases of ``arm`` (unscored ones have none)."""
-    cases: dict[str, dict[str, Any]] = {}
-    for case, info in sorted(arm.cases.items()):
-        if info["status"] not in ("passed", "failed"):
-            continue
-        calls, tool = counts.get((arm.id, case), (0, 0))
-        entry: dict[str, Any] = {
-            "passed": info["status"] == "passed",
-            "label": info["label"],
-            "calls": calls,
-            "tool_calls": tool,
-        }
-        if info.get("samples"):
-            entry["samples_passed"] = info["samples_passed"]
-            entry["samples"] = info["samples"]
-        if info.get("at_least") is not None:
-            entry["at_least"] = info["at_least"]
-        when = recorded.get(f"{arm.id}::{case}")
-        if when:
-            entry["recorded"] = when
-        cases[case] = entry
-    return cases
-
-
-def _arm_entry(
-    arm_key: Mapping[str, Any], verdicts: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
-    """An arm's document: its key fields and totals computed from its verdicts."""
-    return {
-        "suite": arm_key["suite"],
-        "model": arm_key["model"],
-        "channel": arm_key["channel"],
-        "condition": arm_key["condition"],
-        "passed": sum(bool(v["passed"]) for v in verdicts.values()),
-        "cases": len(verdicts),
-        "calls": sum(int(v.get("calls", 0)) for v in verdicts.values()),
-        "tool_calls": sum(int(v.get("tool_calls", 0)) for v in verdicts.values()),
-        "verdicts": dict(sorted(verdicts.items())),
-    }
-
-
-def baseline_document(
-    arms: Sequence[ArmScore],
-    results: Sequence[ProbeResult],
-    canaries: Sequence[Canary] = (),
-    old: Mapping[str, Any] | None = None,
-    prune: SuiteShapes | None = None,
-    path: str = "",
-) -> tuple[dict[str, Any], BaselineUpdate]:
-    """The baseline after this run: ``old`` with this run's judged cases merged in.
-
-    Merging never shrinks: a case of ``old`` that did not run keeps its entry, an arm that
-    did not run keeps all of its own, and a canary is written only when it was measured
-    (both sides ran). ``prune`` (the suites this run collected) removes what those suites no
-    longer have, and only that. An arm with no judged case is not created.
-    """
-    counts = route_counts(results)
-    recorded = {f"{r.arm_id}::{r.case}": r.recorded for r in results if r.recorded}
-    update = BaselineUpdate(path)
-    merged: dict[str, dict[str, Any]] = {
-        arm_id: dict(entry) for arm_id, entry in ((old or {}).get("arms") or {}).items()
-    }
-    written: set[tuple[str, str]] = set()
-    for arm in arms:
-        cases = _case_entries(arm, counts, recorded)
-        if not cases:
-            continue
-        written |= {(arm.id, c) for c in cases}
-        before = dict((merged.get(arm.id) or {}).get("verdicts") or {})
-        update.updated += len(cases)
-        update.arms += 1
-        key = {"suite": arm.suite, "model": arm.model, "channel": arm.channel}
-        merged[arm.id] = _arm_entry({**key, "condition": arm.condition}, {**before, **cases})
-    # A case that ran but was not judged (infra, a missing cassette) is kept, not updated.
-    ran = written
-    for arm_id in list(merged):
-        entry = merged[arm_id]
-        verdicts = dict(entry.get("verdicts") or {})
-        shape = (prune or {}).get(str(entry.get("suite", "")))
-        if shape is not None:
-            has_cases, combos = shape
-            if (entry.get("channel"), entry.get("condition")) not in combos:
-                update.pruned_arms.append(arm_id)
-                del merged[arm_id]
-                continue
-            gone = sorted(c for c in verdicts if c not in has_cases)
-            if gone:
-                update.pruned_cases += [f"{arm_id}: {c}" for c in gone]
-                verdicts = {c: v for c, v in verdicts.items() if c in has_cases}
-                if not verdicts:
-                    update.pruned_arms.append(arm_id)
-                    del merged[arm_id]
-                    continue
-                merged[arm_id] = _arm_entry(entry, verdicts)
-        update.kept += sum((arm_id, c) not in ran for c in verdicts)
-    data: dict[str, Any] = {"format": BASELINE_FORMAT, "arms": dict(sorted(merged.items()))}
-    canary = dict((old or {}).get("canary") or {})
-    canary.update({c.key: c.verdict for c in canaries if c.measured})
-    if canary:
-        data["canary"] = dict(sorted(canary.items()))
-    return data, update
-
-
-def write_baseline(
-    path: Path,
-    arms: Sequence[ArmScore],
-    results: Sequence[ProbeResult],
-    canaries: Sequence[Canary] = (),
-    prune: SuiteShapes | None = None,
-) -> BaselineUpdate:
-    """Merge this run into the baseline at ``path`` and write it atomically (see
-    :func:`baseline_document`); a broken old file is replaced, as the option is asked to."""
-    try:
-        old = _read(path)
-        parse_baseline(old, str(path))
-    except BaselineError:
-        old = None  # a broken file is what --cardprobe-update-baseline is asked to replace
-    data, update = baseline_document(
-        arms, results, canaries, old if isinstance(old, Mapping) else None, prune, str(path)
-    )
-    write_atomically(
-        path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
-    )
-    return update

@@ -14,6 +14,7 @@ from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.columns import pct
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.score.stats import DASH, interval_text, wilson
+from pytest_cardprobe.text import escape_control
 from pytest_cardprobe.types import FailureClass
 
 # Colours per failure class; a class this table does not know gets one from SPARE.
@@ -33,8 +34,10 @@ PASS_LINE, ADOPTION_LINE = "#2f6fb0", "#1c9c9c"
 
 
 def esc(value: object) -> str:
-    """Text made inert for HTML text and quoted attributes alike."""
-    return html.escape(str(value), quote=True)
+    """Text made inert for HTML text and quoted attributes alike; control characters and
+    the bidi overrides, which would reorder what the page shows, as visible escapes (line
+    breaks and tabs kept)."""
+    return html.escape(escape_control(str(value), keep_newlines=True), quote=True)
 
 
 def colour_of(kind: str, known: Sequence[str]) -> str:
@@ -108,7 +111,7 @@ def _whisker(left: float, width: float, y: float, interval: tuple[float, float])
     """The 95 % interval as a line with end caps at height ``y``."""
     low, high = interval
     x1, x2 = left + width * low, left + width * high
-    tip = f"95 % interval {pct(low)}{DASH}{pct(high)}"
+    tip = f"95% interval {pct(low)}{DASH}{pct(high)}"
     return (
         f'<g class="whisker" stroke="{WHISKER}" stroke-width="1.5"><title>{esc(tip)}</title>'
         f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'

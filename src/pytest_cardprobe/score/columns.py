@@ -2,10 +2,11 @@
 
 Columns come from the data: a failure class, a route, a figure or a note gets a column when
 some arm has one, so the shipped scoreboard stays readable and new classes need no change
-here. Shares carry their 95 % Wilson interval (``1/25 [1-20 %]``, with an en dash; see
-``stats.py``); the ``p`` columns are the paired test's one-sided p-values against the
-baseline. Call arms (channel ``call``) get a table of their own, since their failure
-classes are not the card ones.
+here. The gate's word for the arm comes first, so a row leads with its verdict. Shares
+carry their 95 % Wilson interval (``1/25 [1-20%]``, with an en dash; one way of writing a
+percentage everywhere, see ``stats.py``); the ``p`` columns are the paired test's one-sided
+p-values of a loss against the baseline, ``-`` when nothing was lost. Call arms (channel
+``call``) get a table of their own, since their failure classes are not the card ones.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pytest_cardprobe.score.aggregate import ArmScore
-from pytest_cardprobe.score.gate import NEW, SAME, ArmComparison, Gate
+from pytest_cardprobe.score.aggregate import ADOPTION_FORCED, ArmScore
+from pytest_cardprobe.score.forced import Pair, Side, pairs
+from pytest_cardprobe.score.gate import NEW, SAME, ArmComparison, Decision, Gate
 from pytest_cardprobe.score.stats import bounds_text, interval_text, p_text
 from pytest_cardprobe.types import FailureClass
 
@@ -71,10 +73,16 @@ def _passed_change(_: ArmScore, c: ArmComparison | None) -> str:
 
 
 def _p(_: ArmScore, c: ArmComparison | None) -> str:
-    return "" if c is None or c.test is None else p_text(c.test.p_loss)
+    """The paired test's p-value of the arm's loss; ``-`` when it lost no case (a p of 1
+    would read as a figure where there is nothing to test)."""
+    if c is None or c.test is None:
+        return ""
+    return p_text(c.test.p_loss) if c.lost else "-"
 
 
 def _adoption(arm: ArmScore, _: ArmComparison | None) -> str:
+    if arm.forced:
+        return ADOPTION_FORCED  # the way of forcing decides the route, not the model
     counts = arm.adoption_counts
     if counts is None:
         return "-"
@@ -137,8 +145,10 @@ def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
     """The scoreboard's columns for these arms."""
     # The comparisons of these arms only: a column appears for what this table shows.
     found = [gate.arms[a.id] for a in arms if a.id in gate.arms] if gate is not None else []
-    compared = gate is not None and gate.decision != "updated"
-    cols = [
+    compared = gate is not None and gate.decision != Decision.UPDATED
+    # The verdict first: a row that wraps or is cut in a CI log still says it.
+    cols = [Column("gate", _word)] if compared else []
+    cols += [
         Column("suite", lambda a, c: a.suite),
         Column("model", lambda a, c: a.model),
         Column("channel", lambda a, c: a.channel),
@@ -155,7 +165,7 @@ def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
         cols.append(Column("±", _passed_change))
         if any(c.test is not None for c in found):
             cols.append(Column("p", _p))
-    if any(a.adoption is not None for a in arms):
+    if any(a.adoption is not None or a.forced for a in arms):
         cols.append(Column("adoption", _adoption))
         if compared and any(c.adoption_delta is not None for c in found):
             cols.append(Column("±pt", _adoption_change))
@@ -175,8 +185,6 @@ def columns(arms: Sequence[ArmScore], gate: Gate | None) -> list[Column]:
         cols.append(Column("leaked", lambda a, c: f"{a.leaked}/{a.streamed}"))
     if any(a.unscored or a.unsupported for a in arms):
         cols.append(Column("unscored", lambda a, c: str(a.unscored + a.unsupported)))
-    if compared:
-        cols.append(Column("gate", _word))
     return cols
 
 
@@ -191,3 +199,57 @@ def groups(arms: Sequence[ArmScore]) -> list[list[ArmScore]]:
     """The arms of each table, in order: card arms, then call arms; empty groups left out."""
     found = [[a for a in arms if not a.is_call_arm], [a for a in arms if a.is_call_arm]]
     return [g for g in found if g]
+
+
+# --------------------------------------------------------------------------- offered vs forced
+
+
+def _sides(value: Callable[[Side], int]) -> Callable[[Pair], str]:
+    """A cell ``offered / forced`` of one figure of both sides (``-`` for a missing side)."""
+
+    def cell(pair: Pair) -> str:
+        offered = pair.offered_side
+        return f"{'-' if offered is None else value(offered)} / {value(pair.forced_side)}"
+
+    return cell
+
+
+def _side_passed(offered: bool) -> Callable[[Pair], str]:
+    def cell(pair: Pair) -> str:
+        found = pair.offered_side if offered else pair.forced_side
+        return "-" if found is None else interval_text(found.passed, found.scored)
+
+    return cell
+
+
+def _forced_routes(pair: Pair) -> str:
+    return "; ".join(f"{r} {n}" for r, n in sorted(pair.forced.routes.items()) if n) or "-"
+
+
+def _pair_adoption(pair: Pair) -> str:
+    offered = "-" if pair.offered is None else _adoption(pair.offered, None)
+    return f"{offered} / {ADOPTION_FORCED}"
+
+
+#: The offered-vs-forced table's columns, in order: one row per call suite x model that ran
+#: the ``required`` condition (score/forced.py); ``a / b`` cells are offered / forced samples.
+FORCED_COLUMNS: tuple[tuple[str, Callable[[Pair], str]], ...] = (
+    ("suite", lambda p: p.suite),
+    ("model", lambda p: p.model),
+    ("cases", lambda p: str(len(p.cases))),
+    ("offered passed", _side_passed(True)),
+    ("forced passed", _side_passed(False)),
+    ("wrong_tool", _sides(lambda s: s.wrong_tool)),
+    ("arguments", _sides(lambda s: s.arguments)),
+    ("no call", _sides(lambda s: s.no_call)),
+    ("forced routes", _forced_routes),
+    ("adoption", _pair_adoption),
+)
+
+
+def forced_rows(arms: Sequence[ArmScore]) -> tuple[list[str], list[list[str]]]:
+    """Headers and one row per forced arm with its offered arm; no rows without one."""
+    found = pairs(arms)
+    if not found:
+        return [], []
+    return [h for h, _ in FORCED_COLUMNS], [[cell(p) for _, cell in FORCED_COLUMNS] for p in found]

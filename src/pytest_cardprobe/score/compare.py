@@ -19,10 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# The gate's settings record lives below the stages (run/settings.py holds it); re-exported.
+from pytest_cardprobe.gatesettings import ALPHA
+from pytest_cardprobe.gatesettings import FLOOR as FLOOR
+from pytest_cardprobe.gatesettings import GATE_MODES as GATE_MODES
+from pytest_cardprobe.gatesettings import SIGNIFICANCE as SIGNIFICANCE
+from pytest_cardprobe.gatesettings import GateSettings as GateSettings
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline, CaseVerdict
 from pytest_cardprobe.score.stats import (
-    ALPHA,
     PairedTest,
     Stratum,
     needed,
@@ -33,33 +38,6 @@ from pytest_cardprobe.score.stats import (
 
 # How one arm fared, worst first; the scoreboard shows this word per arm.
 REGRESSION, WARNING, GAIN, SAME, NEW = "regression", "warning", "gain", "same", "new"
-#: Gate modes: the fixed noise floor (the default), or a paired significance test.
-FLOOR, SIGNIFICANCE = "floor", "significance"
-GATE_MODES: tuple[str, ...] = (FLOOR, SIGNIFICANCE)
-
-
-@dataclass
-class GateSettings:
-    """How strict the gate is (every default of the gate is written here, once)."""
-
-    noise_floor: int = 1
-    strict_baseline: bool = False
-    max_unscored: float = 0.2
-    mode: str = FLOOR  # FLOOR or SIGNIFICANCE (--cardprobe-gate, ini cardprobe_gate)
-    alpha: float = 0.05  # significance level (--cardprobe-alpha, ini cardprobe_alpha)
-
-    def describe(self, mode: str | None = None) -> str:
-        """``floor ±1`` or ``significance, alpha = 0.05`` (alpha the Greek letter) for ``mode``,
-        else for the mode in force."""
-        mode = mode or self.mode
-        if mode == SIGNIFICANCE:
-            return f"significance, {ALPHA} = {self.alpha:g}"
-        return f"floor ±{self.noise_floor}"
-
-    @property
-    def other_mode(self) -> str:
-        """The mode not in force."""
-        return FLOOR if self.mode == SIGNIFICANCE else SIGNIFICANCE
 
 
 @dataclass(frozen=True)

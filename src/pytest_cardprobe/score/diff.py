@@ -10,34 +10,36 @@ from typing import Any
 
 from pytest_cardprobe.score.aggregate import ArmScore, aggregate
 from pytest_cardprobe.score.baseline import Baseline, CaseVerdict
+from pytest_cardprobe.score.drafts import split_drafts
 from pytest_cardprobe.score.gate import Gate, GateSettings, decide
 from pytest_cardprobe.score.resultread import ReportError, read_result
 from pytest_cardprobe.score.rule import label_of, sample_counts
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import VERDICT_STATUSES, ProbeResult, Status
 
 __all__ = ["ReportError", "baseline_of", "compare_runs", "results_of"]
 
 
 def results_of(doc: object, source: str) -> list[ProbeResult]:
-    """The probe results of a JSON report (fixture-driven tests, which have no arm, left out);
-    every test entry is checked first (``score/resultread.py``), so a field of the wrong
-    type or a number out of bounds is a :class:`ReportError` naming ``source`` and the key."""
+    """The probe results of a JSON report (fixture-driven tests, which have no arm, and
+    unreviewed drafted cases, which no gate reads, left out); every test entry is checked
+    first (``score/resultread.py``), so a field of the wrong type or a number out of bounds
+    is a :class:`ReportError` naming ``source`` and the key."""
     if not isinstance(doc, Mapping) or not isinstance(doc.get("tests"), list):
         raise ReportError(f"{source}: key 'tests' is missing; is it a --cardprobe-json report?")
     results = [read_result(test, f"{source}: tests[{i}]") for i, test in enumerate(doc["tests"])]
-    return [result for result in results if result.suite]
+    return split_drafts(result for result in results if result.suite)[0]
 
 
 def baseline_of(results: Sequence[ProbeResult]) -> Baseline:
     """An older run's verdicts as a baseline (judged cases only)."""
     arms: dict[str, dict[str, CaseVerdict]] = {}
     for r in results:
-        if r.status not in ("passed", "failed"):
+        if r.status not in VERDICT_STATUSES:
             continue
         routed = [s.route for s in r.samples if s.route]
         passed, judged = sample_counts(r)
         arms.setdefault(r.arm_id, {})[r.case] = CaseVerdict(
-            passed=r.status == "passed",
+            passed=r.status == Status.PASSED,
             label=label_of(r),
             calls=len(routed),
             tool_calls=routed.count("tool_calls"),

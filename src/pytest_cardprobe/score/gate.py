@@ -10,12 +10,16 @@ it moved. Pure: the baseline arrives parsed and settings arrive built.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cardprobe.score.acceptance import Acceptance
 from pytest_cardprobe.score.aggregate import ArmScore, Canary
-from pytest_cardprobe.score.baseline import Baseline, BaselineUpdate, route_counts
+from pytest_cardprobe.score.baseline import Baseline
+from pytest_cardprobe.score.baseline_update import BaselineUpdate, route_counts
+from pytest_cardprobe.score.canary import canary_word
 from pytest_cardprobe.score.compare import (
     FLOOR,
     GAIN,
@@ -47,6 +51,7 @@ __all__ = [
     "WARNING",
     "ArmComparison",
     "CanaryChange",
+    "Decision",
     "Flip",
     "Gate",
     "GateSettings",
@@ -54,6 +59,17 @@ __all__ = [
     "decide",
     "updated",
 ]
+
+
+class Decision(enum.StrEnum):
+    """The gate's word for the run (str-valued: reports carry the plain string)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    UPDATED = "updated"  # --cardprobe-update-baseline wrote the baseline
+    REFUSED = "refused"  # an update refused: regressions without --cardprobe-accept-reason
+    ACCEPTED = "accepted"  # against a base: the only regressions are accepted ones
 
 
 @dataclass(frozen=True)
@@ -65,8 +81,11 @@ class CanaryChange:
     after: str
 
     def __str__(self) -> str:
+        # Readable words, as the canary line shows them; the JSON keeps the stored words
+        # in ``canary_changes``.
+        before, after = canary_word(self.before), canary_word(self.after)
         return (
-            f"canary {self.key}: {self.before} -> {self.after}; accept it with "
+            f"canary {self.key}: {before} -> {after}; accept it with "
             "--cardprobe-update-baseline if intended"
         )
 
@@ -75,7 +94,7 @@ class CanaryChange:
 class Gate:
     """The gate decision: per-arm comparisons and what they add up to."""
 
-    decision: str  # pass | fail | inconclusive | updated
+    decision: str  # a Decision
     noise_floor: int
     arms: dict[str, ArmComparison] = field(default_factory=dict)
     regressions: list[str] = field(default_factory=list)
@@ -98,6 +117,15 @@ class Gate:
     alpha: float = GateSettings.alpha
     other_decision: str | None = None
     other_regressions: list[str] = field(default_factory=list)
+    # Gated against a base (--cardprobe-baseline-ref): ``ref (commit)``; the regressions the
+    # change accepted for that base; why other acceptances did not apply; and where this
+    # run's verdicts differ from the committed baseline (replay is deterministic: each is a
+    # recording or a baseline that was not committed). With --cardprobe-update-baseline:
+    # the acceptances written, and what the regressions were compared against.
+    against: str | None = None
+    accepted: list[Acceptance] = field(default_factory=list)
+    not_accepted: list[str] = field(default_factory=list)
+    uncommitted: list[str] = field(default_factory=list)
 
     @property
     def settings(self) -> GateSettings:
@@ -106,8 +134,9 @@ class Gate:
 
     @property
     def failed(self) -> bool:
-        """The gate fails the run (a regression, too much unscored, or a strict miss)."""
-        return self.decision in ("fail", "inconclusive")
+        """The gate fails the run (a regression, too much unscored, a strict miss, a
+        difference from the committed baseline, or an update refused for want of a reason)."""
+        return self.decision in (Decision.FAIL, Decision.INCONCLUSIVE, Decision.REFUSED)
 
     @property
     def new(self) -> list[str]:
@@ -129,24 +158,48 @@ class Gate:
     @property
     def summary(self) -> str:
         """One sentence after the decision word; it names the mode."""
-        if self.decision == "updated":
-            return self.update.summary if self.update else "baseline written"
-        if not self.had_baseline and self.decision == "pass":
+        if self.decision in (Decision.UPDATED, Decision.REFUSED):
+            return self._update_summary()
+        if not self.had_baseline and self.decision == Decision.PASS:
             return "no baseline yet: every arm is new; write one with --cardprobe-update-baseline"
         within = "not significant" if self.mode == SIGNIFICANCE else f"within ±{self.noise_floor}"
+        accepted = f"{len(self.accepted)} accepted regression(s), " if self.accepted else ""
+        uncommitted = (
+            f"{len(self.uncommitted)} difference(s) from the committed baseline, "
+            if self.uncommitted
+            else ""
+        )
         text = (
-            f"{len(self.regressions)} regression(s), {len(self.warnings)} warning(s) {within}, "
+            f"{accepted}{uncommitted}{len(self.regressions)} regression(s), "
+            f"{len(self.warnings)} warning(s) {within}, "
             f"{len(self.gains)} gain(s), {len(self.new)} new arm(s), "
             f"{self.unscored} of {self.total} case(s) unscored (mode {self.settings.describe()})"
         )
-        if self.decision == "inconclusive":
+        if self.decision == Decision.INCONCLUSIVE:
             text += f" — more than {self.max_unscored:.0%} unscored (infra or errors): inconclusive"
+        return text + (f"; against {self.against}" if self.against else "")
+
+    def _update_summary(self) -> str:
+        """What an update did, or why it was refused."""
+        where = f" against {self.against}" if self.against else ""
+        if self.decision == Decision.REFUSED:
+            return (
+                f"baseline not written: {len(self.regressions)} regression(s){where}; say why "
+                'they are accepted: --cardprobe-accept-reason "…" (see below)'
+            )
+        text = self.update.summary if self.update else "baseline written"
+        if self.accepted:
+            text += f"; accepted {len(self.accepted)} regression(s){where}"
         return text
 
     @property
     def other_mode_line(self) -> str | None:
         """What the mode not in force would have decided on the same figures."""
-        if self.other_decision is None or self.decision == "updated" or not self.had_baseline:
+        if (
+            self.other_decision is None
+            or self.decision == Decision.UPDATED
+            or not self.had_baseline
+        ):
             return None
         settings = self.settings
         text = f"mode {settings.describe(settings.other_mode)} would {self.other_decision}"
@@ -160,7 +213,7 @@ class Gate:
         unstable (their samples disagreed, now or in the baseline) than the floor absorbs,
         and the paired test does not find the loss significant. Cases that broke on every
         sample, or a significant collapse, get no floor suggested: that is not noise."""
-        if self.mode != FLOOR or self.decision == "updated":
+        if self.mode != FLOOR or self.decision == Decision.UPDATED:
             return []
         k, out = self.noise_floor, []
         for arm, c in sorted(self.arms.items()):
@@ -181,7 +234,7 @@ class Gate:
     def coverage(self) -> str | None:
         """A line on what of the baseline this run did not cover, or None when it all ran."""
         partial = [c for c in self.arms.values() if c.partial]
-        if self.decision == "updated" or not (partial or self.not_run):
+        if self.decision == Decision.UPDATED or not (partial or self.not_run):
             return None
         known = [c for c in self.arms.values() if c.cases_in_baseline]
         ran = sum(c.baseline_cases_run for c in known)
@@ -197,7 +250,11 @@ class Gate:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (stable ordering)."""
         return {
-            "decision": self.decision,
+            "against": self.against,
+            "accepted": [a.to_dict() for a in self.accepted],
+            "not_accepted": list(self.not_accepted),
+            "uncommitted": list(self.uncommitted),
+            "decision": str(self.decision),  # a plain string for the report hook
             "summary": self.summary,
             "mode": self.mode,
             "alpha": self.alpha,
@@ -223,6 +280,8 @@ class Gate:
             return {}
         return {
             "canary": {c.key: c.verdict for c in self.canaries},
+            # Each canary's readings: offered needs_tool and no_tool, forced, evidence.
+            "canary_readings": {c.key: c.to_dict() for c in self.canaries},
             "canary_changes": [
                 {"key": c.key, "before": c.before, "after": c.after} for c in self.canary_changes
             ],
@@ -265,7 +324,7 @@ def decide(
     """
     counts = route_counts(results)
     gate = Gate(
-        decision="pass",
+        decision=Decision.PASS,
         noise_floor=settings.noise_floor,
         unscored=sum(a.unscored for a in arms),
         total=sum(a.unscored + a.scored for a in arms),
@@ -304,9 +363,9 @@ def decide(
         gate.other_regressions += [a for a in gate.new]
     too_many = bool(gate.total and gate.unscored / gate.total > settings.max_unscored)
     if gate.regressions:
-        gate.decision = "fail"
+        gate.decision = Decision.FAIL
     elif too_many:
-        gate.decision = "inconclusive"
+        gate.decision = Decision.INCONCLUSIVE
     gate.other_decision = (
         "fail" if gate.other_regressions else "be inconclusive" if too_many else "pass"
     )
@@ -321,7 +380,7 @@ def updated(
 ) -> Gate:
     """The gate of a run that wrote the baseline instead of comparing with it."""
     return Gate(
-        decision="updated",
+        decision=Decision.UPDATED,
         noise_floor=noise_floor,
         arms={
             a.id: ArmComparison(

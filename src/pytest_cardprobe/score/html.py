@@ -21,7 +21,9 @@ from pytest_cardprobe.score.charts import (
     model_bars,
     pass_bars,
 )
-from pytest_cardprobe.score.gate import NEW, SAME, Gate
+from pytest_cardprobe.score.explain import let_through
+from pytest_cardprobe.score.gate import NEW, SAME, Decision, Gate
+from pytest_cardprobe.score.outcome import FLIP, GAIN, KNOWN
 from pytest_cardprobe.score.report import (
     NO_BASELINE_HINT,
     UNSTABLE_TITLE,
@@ -32,22 +34,24 @@ from pytest_cardprobe.score.report import (
     unscored_lines,
     unstable_of,
 )
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.score.stats import interval_text
+from pytest_cardprobe.score.summary import Block
+from pytest_cardprobe.types import ProbeResult, Status
 
 __all__ = ["esc", "html_report"]
 
 
 def cell_kind(result: ProbeResult) -> str:
     """The colour key of a grid cell: pass, the first failing sample's class, or the status."""
-    if result.status == "passed":
+    if result.status == Status.PASSED:
         return "pass"
-    if result.status in ("error", "unsupported"):
+    if result.status in (Status.ERROR, Status.UNSUPPORTED):
         return result.status
     bad = next((s for s in result.samples if not s.passed), None)
     return (bad.failure if bad and bad.failure else None) or result.status
 
 
-OUTCOME_TAGS = {"xfailed": "known", "xpassed": "gain", "flipped": "FLIP"}
+OUTCOME_TAGS = {KNOWN: "known", GAIN: "gain", FLIP: "FLIP"}
 
 
 def grid_cell(result: ProbeResult | None, known: Sequence[str], unstable: bool = False) -> str:
@@ -133,11 +137,30 @@ def grid(
     )
 
 
-def gate_section(gate: Gate | None) -> str:
-    """The decision at the top, with the flips and the other findings."""
+def _breakable(text: str) -> str:
+    """Escaped text that may break after a ``/`` (an arm id on a narrow screen)."""
+    return esc(text).replace("/", "/<wbr>")
+
+
+def verdicts(arms: Sequence[ArmScore], gate: Gate) -> str:
+    """Every arm's verdict, one short row each (word, arm, cases passed), so the page leads
+    with all of them at any width before the wide tables."""
+    trs = []
+    for arm in arms:
+        found = gate.arms.get(arm.id)
+        word = "" if found is None else ("ok" if found.word == SAME else found.word)
+        trs.append(
+            f'<tr><td class="{esc(word)}">{esc(word or "-")}</td><td>{_breakable(arm.id)}</td>'
+            f"<td>{esc(interval_text(arm.passed, arm.scored))}</td></tr>"
+        )
+    return f'<table class="verdicts" id="verdicts">{"".join(trs)}</table>' if trs else ""
+
+
+def gate_section(gate: Gate | None, arms: Sequence[ArmScore] = ()) -> str:
+    """The decision at the top, every arm's verdict, the flips and the other findings."""
     if gate is None:
         return '<section class="gate none"><h2>No probe tests ran</h2></section>'
-    items = []
+    items = [verdicts(arms, gate)] if gate.decision != "updated" else []
     flips = gate.flips
     if flips:
         items.append("<h3>Flips (passed in the baseline, fail now)</h3><ul>")
@@ -145,7 +168,7 @@ def gate_section(gate: Gate | None) -> str:
         items.append("</ul>")
     for title, lines in (
         ("Regressions", gate.regressions),
-        ("Warnings (within the noise floor)", gate.warnings),
+        ("Let through by the gate", let_through(gate)),
         ("Unscored (inconclusive)", unscored_lines(gate)),
         ("Gains", gate.gains),
     ):
@@ -160,7 +183,7 @@ def gate_section(gate: Gate | None) -> str:
         items.append(f'<p class="coverage">{esc(gate.coverage)}</p>')
     if gate.other_mode_line:
         items.append(f'<p class="other-mode">{esc(gate.other_mode_line)}</p>')
-    if gate.new and gate.decision != "updated":
+    if gate.new and gate.decision != Decision.UPDATED:
         items.append(f"<p>No baseline for {len(gate.new)} arm(s): {esc(NO_BASELINE_HINT)}.</p>")
     return (
         f'<section class="gate {esc(gate.decision)}" id="gate"><h2>Gate: '
@@ -187,8 +210,17 @@ def scoreboard_table(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     out = []
     for group in groups(arms):
         headers, body = rows(group, gate)
-        head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-        trs = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in body)
+        # A long header may break after an underscore (wrong_<wbr>arguments), not mid-word.
+        head = "".join(f"<th>{esc(h).replace('_', '_<wbr>')}</th>" for h in headers)
+        # Each cell names its column, so a narrow screen can show a row as a card of its own.
+        trs = "".join(
+            "<tr>"
+            + "".join(
+                f'<td data-h="{esc(h)}">{esc(c)}</td>' for h, c in zip(headers, r, strict=True)
+            )
+            + "</tr>"
+            for r in body
+        )
         # Card arms keep the id the page always had; call arms get a table of their own.
         name = "scoreboard-calls" if group[0].is_call_arm else "scoreboard"
         out.append(f'<table class="board" id="{name}"><tr>{head}</tr>{trs}</table>')
@@ -213,25 +245,31 @@ def section_tables(arms: Sequence[ArmScore]) -> str:
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;
-max-width:1180px;padding:0 16px;color:#1d1d1f;background:#fafafa}
+max-width:1400px;padding:0 16px;color:#1d1d1f;background:#fafafa}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:0 0 6px}
 h3{font-size:15px;margin:10px 0 4px}
 section{background:#fff;border:1px solid #e2e2e2;border-radius:8px;padding:14px 18px;margin:14px 0}
-.gate{border-left:8px solid #3f9a5b}.gate.fail,.gate.inconclusive{border-left-color:#d0503c}
-.gate.updated{border-left-color:#2f6fb0}
+.gate{border-left:8px solid #3f9a5b}
+.gate.fail,.gate.inconclusive,.gate.refused{border-left-color:#d0503c}
+.gate.updated{border-left-color:#2f6fb0}.gate.accepted{border-left-color:#c98a1b}
 code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f2f2f2;padding:0 3px;
 border-radius:3px}
 table{border-collapse:collapse}th,td{text-align:left;padding:4px 8px}
+.board th,.board td{padding:4px 5px;font-size:13px}
 .settings th{color:#555;font-weight:500}.board td,.board th{border-bottom:1px solid #eee}
-.board td{white-space:nowrap}
+.board th{vertical-align:bottom}.board td{overflow-wrap:break-word}
+.board td:first-child,.verdicts td:first-child{font-weight:600}
+.verdicts td{padding:1px 8px;overflow-wrap:break-word}
+.verdicts td:nth-child(odd){white-space:nowrap}.verdicts td.regression{color:#b3261e}
+.verdicts td.warning{color:#9a6700}
 .chart .ct{font-weight:600;font-size:14px}.chart .bl{text-anchor:end;font-size:12px}
 .chart .bv{font-size:12px;fill:#333}.chart .tick{font-size:10px;fill:#777;text-anchor:middle}
 .chart .grid{stroke:#e6e6e6}.chart .track{fill:#f1f1f1}
-table.grid{width:100%}.grid th{font-size:12px;white-space:nowrap;vertical-align:bottom}
-.grid td.cell{padding:0;border:2px solid #fafafa;min-width:120px;vertical-align:top}
+table.grid{width:100%;table-layout:fixed}
+.grid th{font-size:12px;vertical-align:bottom;overflow-wrap:anywhere}
+.grid td.cell{padding:0;border:2px solid #fafafa;vertical-align:top}
 .grid summary{background:var(--c);cursor:pointer;color:#fff;font-size:11px;padding:3px 6px;
-white-space:nowrap;
-overflow:hidden;text-overflow:ellipsis;text-shadow:0 0 2px rgba(0,0,0,.4)}
+overflow-wrap:anywhere;text-shadow:0 0 2px rgba(0,0,0,.4)}
 .grid .tag{background:rgba(0,0,0,.35);border-radius:3px;padding:0 3px;font-size:10px}
 .grid .pop{background:#fff;color:#1d1d1f;padding:6px 8px;max-width:520px;border:1px solid #ccc}
 .grid pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:6px;
@@ -245,6 +283,14 @@ vertical-align:-1px}
 .key i.unstable-key{outline:2px dashed #1d1d1f;outline-offset:-2px;background:#fff}
 .chart .whisker{fill:none}.chart .series{stroke-linejoin:round}
 .pair{display:flex;gap:18px;align-items:flex-start;flex-wrap:wrap}
+svg{max-width:100%;height:auto}
+@media (max-width:700px){body{margin:8px auto;padding:0 6px}
+table.grid{table-layout:auto;width:auto}.grid td.cell{min-width:90px}
+section{padding:10px}.board tr:first-child{display:none}
+.board,.board tbody,.board tr,.board td{display:block}
+.board tr{border-bottom:2px solid #ddd;padding:4px 0}
+.board td{border:0;padding:1px 4px}
+.board td::before{content:attr(data-h) ": ";color:#666;font-weight:400}}
 """
 
 
@@ -252,6 +298,7 @@ def page(title: str, body: str) -> str:
     """A whole self-contained page: ``title`` and ``body`` (already escaped HTML)."""
     return (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         # No script may run at all, even if something slipped through escaping.
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
         "style-src 'unsafe-inline'; img-src data:\">"
@@ -278,11 +325,12 @@ def html_report(
     results: Sequence[ProbeResult],
     gate: Gate | None,
     run: dict[str, Any],
+    blocks: Sequence[Block] = (),
 ) -> str:
-    """The whole page."""
+    """The whole page; the summary blocks come right after the gate."""
     charts = [
         bar_chart(
-            "Pass rate per arm (black mark: baseline; whisker: 95 % interval)",
+            "Pass rate per arm (black mark: baseline; whisker: 95% interval)",
             pass_bars(arms, gate),
             "pass-chart",
         )
@@ -291,7 +339,7 @@ def html_report(
     if tool:
         charts.append(
             bar_chart(
-                "Adoption per tool arm (black mark: baseline; whisker: 95 % interval)",
+                "Adoption per tool arm (black mark: baseline; whisker: 95% interval)",
                 tool,
                 "adoption-chart",
             )
@@ -304,10 +352,12 @@ def html_report(
         "cardprobe report",
         f"<h1>cardprobe report</h1><p class='muted'>{len(results)} probe test(s), "
         f"{len(arms)} arm(s), {moved} arm(s) moved against the baseline</p>"
-        f"{gate_section(gate)}"
+        f"{gate_section(gate, arms)}{blocks_section(blocks)}"
         f"<section><h2>Scoreboard</h2><div class='scroll'>{scoreboard_table(arms, gate)}</div>"
-        "<p class='muted'>Shares show their 95 % Wilson interval; p is the one-sided p-value "
-        "of the loss against the baseline (paired over the cases that ran in both).</p>"
+        "<p class='muted'>gate: the arm's verdict against the baseline. Shares show their "
+        "95% Wilson interval; ± is cases passed minus the baseline's; p is the one-sided "
+        "p-value of the loss against the baseline (paired over the cases that ran in both; "
+        "- when no case was lost).</p>"
         "</section>"
         f"{section_tables(arms)}{unstable_section(arms, gate)}"
         f"<section><h2>Charts</h2>{''.join(charts)}</section>"
@@ -316,4 +366,14 @@ def html_report(
         f"sample's label, route and whole reply.</p>"
         f"<div class='scroll'>{grid(arms, results, unstable)}</div></section>"
         f"<section><h2>Settings</h2>{settings_section(run)}</section>",
+    )
+
+
+def blocks_section(blocks: Sequence[Block]) -> str:
+    """The summary blocks (score/summary.py), a section each."""
+    return "".join(
+        f"<section><h2>{esc(b.title)}</h2><ul>"
+        + "".join(f"<li>{esc(line)}</li>" for line in b.lines)
+        + "</ul></section>"
+        for b in blocks
     )

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from pytest_cardprobe.score.aggregate import ArmScore
+from pytest_cardprobe.score.explain import legend, let_through
 from pytest_cardprobe.score.gate import Gate
 from pytest_cardprobe.score.report import (
     NO_BASELINE_HINT,
@@ -26,7 +27,8 @@ from pytest_cardprobe.score.report import (
     unscored_lines,
     unstable_lines,
 )
-from pytest_cardprobe.types import escape_control
+from pytest_cardprobe.score.summary import Block
+from pytest_cardprobe.text import escape_control
 
 #: The report's first line: how a CI step recognises its own earlier comment.
 MARKER = "<!-- cardprobe-report -->"
@@ -38,12 +40,39 @@ MARKER = "<!-- cardprobe-report -->"
 #: table's ``|``, a run of ``_`` (kept inside a word, where it never emphasises), a ``]``
 #: that would close a link or image (``](`` or ``][``), and a ``>`` that starts the text
 #: (a block quote).
-_MARKUP = re.compile(r"[&<]|\\(?=[!-/:-@\[-`{-~])|[`*~|]|_+|\](?=[(\[])|^>")
+#: What GitHub would turn into a link or a notification by itself, without any markup: a URL
+#: with a scheme (``https://``, ``mailto:x@y``), a bare ``www.`` host, an e-mail address, an
+#: ``@user`` or ``@org/team`` mention, an ``#123``, ``owner/repo#123`` or ``GH-123``
+#: reference, each with the rest of its word (text right after a code span would start a new
+#: word, and an ``@`` there would mention). Each is shown as a code span
+#: (:func:`_inert_link`). Every run the pattern tries before the ``@``, ``:`` or ``#`` that
+#: decides is bounded, so a long word costs linear time, not quadratic (20,000 characters
+#: took 17 s with unbounded runs). GitHub links and mentions
+#: nothing inside code, whereas a backslash or an entity still reads as the character it
+#: stands for once the Markdown is rendered, and the autolink and mention passes run after.
+_LINK_START = r"""(?:
+      [A-Za-z][A-Za-z0-9+.-]{0,31}:(?://|(?=[^\s@`]{0,256}@))
+    | (?<![A-Za-z0-9.+-])www\.
+    | [\w.+-]{1,64}@[\w-]{1,63}\.[\w-]
+    | (?<![A-Za-z0-9])@[A-Za-z0-9]
+    | (?<![A-Za-z0-9])(?:[\w.-]{1,100}/[\w.-]{1,100})?\#\d
+    | (?<![A-Za-z0-9])GH-\d
+    )"""
+_LINKISH = re.compile(rf"(?P<link>{_LINK_START}[^\s`]*)", re.VERBOSE)
+#: A backslash is escaped before punctuation and before a link-like run (it would escape the
+#: backtick that opens the run's code span).
+_MARKUP = re.compile(
+    r"[&<]|\\(?=[!-/:-@\[-`{-~]|" + _LINK_START + r")|[`*~|]|_+|\](?=[(\[])|^>",
+    re.VERBOSE,
+)
+_INERT = re.compile(f"{_LINKISH.pattern}|{_MARKUP.pattern}", re.VERBOSE | re.MULTILINE)
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
 def _inert(match: re.Match[str]) -> str:
     found, text = match.group(), match.string
+    if match.group("link") is not None:
+        return _inert_link(found)
     if found.startswith("_"):
         before = text[match.start() - 1] if match.start() else " "
         after = text[match.end()] if match.end() < len(text) else " "
@@ -55,30 +84,47 @@ def _inert(match: re.Match[str]) -> str:
 
 def md_text(text: str) -> str:
     """Text that reads as itself in GitHub Markdown, in a table cell or a list item: control
-    characters shown as escapes (a line break would end the cell), markup made inert, and
-    nothing else touched (``->``, ``tool_calls`` and ``[0-8 %]`` stay as they are). Every
-    line that can hold model or suite text goes through it."""
-    return _MARKUP.sub(_inert, escape_control(text))
+    characters shown as escapes (a line break would end the cell), markup made inert, URLs,
+    e-mail addresses, ``@`` mentions and ``#`` references shown as code (never a live link or
+    a notification), and nothing else touched (``->``, ``tool_calls`` and ``[0-8%]`` stay
+    as they are). Every line that can hold model or suite text goes through it."""
+    return _INERT.sub(_inert, escape_control(text))
+
+
+def _inert_link(found: str) -> str:
+    """A link-like run as a code span: shown as the text it is, never linked or mentioning.
+
+    It holds no backtick (the pattern stops at one); a ``|`` is escaped, since a table row
+    would end its cell there even inside code."""
+    return "`" + found.replace("|", "\\|") + "`"
 
 
 _md_cell = md_text
 
 
-def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
-    """A Markdown report fit for a pull-request comment."""
+def markdown(arms: Sequence[ArmScore], gate: Gate | None, blocks: Sequence[Block] = ()) -> str:
+    """A Markdown report fit for a pull-request comment; the summary blocks come right after
+    the gate's line."""
     out = [MARKER, "## cardprobe", ""]
     if gate:
         out += [f"**Gate: {gate.decision}** — {_md_cell(gate.summary)}", ""]
+    for block in blocks:
+        out += [f"### {_md_cell(block.title)}", ""]
+        out += [*(f"- {_md_cell(line)}" for line in block.lines), ""]
+    if gate:
         if gate.coverage:
             out += [f"_{_md_cell(gate.coverage)}_", ""]
         if gate.other_mode_line:
             out += [f"_{_md_cell(gate.other_mode_line)}_", ""]
+    shown: set[str] = set()
     for number, group in enumerate(groups(arms)):
         headers, body = rows(group, gate)
+        shown.update(headers)
         out += [""] if number else []
         out.append("| " + " | ".join(headers) + " |")
         out.append("|" + "---|" * len(headers))
         out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
+    out += [f"\n_{_md_cell(line)}_" for line in legend(shown)]
     for section in sections(arms):
         out += ["", f"### {section.title}", ""]
         out.append("| " + " | ".join(section.headers) + " |")
@@ -91,7 +137,7 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None) -> str:
     if gate:
         for title, items in (
             ("Regressions", gate.regressions),
-            ("Warnings (within the noise floor)", gate.warnings),
+            ("Let through by the gate", let_through(gate)),
             ("Unscored (inconclusive)", unscored_lines(gate)),
             ("Gains", gate.gains),
             ("Suggestions", gate.suggestions),

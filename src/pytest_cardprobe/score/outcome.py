@@ -1,22 +1,41 @@
 """How pytest shows one probe test, read against the baseline (decided where the test ran).
 
 passed -> passed; failed and failed in the baseline -> xfailed (known); passed and failed
-in the baseline -> XPASS (a gain); failed and passed in the baseline -> FAILED (a flip).
+in the baseline -> XPASS (a gain); failed and passed in the baseline -> FAILED (a flip),
+unless the flip is accepted (by the acceptances a change committed for the base it is gated
+against, or by the update that is writing it with a reason): then xfailed, as accepted.
 A test whose arm or case has no baseline keeps the model's verdict.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_cardprobe.score.baseline import Baseline
-from pytest_cardprobe.score.rule import label_of
-from pytest_cardprobe.types import ProbeResult, escape_control
+from pytest_cardprobe.score.rule import FAILED, PASSED, label_of
+from pytest_cardprobe.text import escape_control
+from pytest_cardprobe.types import VERDICT_STATUSES, ProbeResult
 
-PASSED, FAILED = "passed", "failed"
-
-__all__ = ["FAILED", "FLIP", "GAIN", "KNOWN", "PASSED", "Outcome", "label_of", "outcome_of"]
-KNOWN, GAIN, FLIP = "xfailed", "xpassed", "flipped"
+__all__ = [
+    "ACCEPTED",
+    "FAILED",
+    "FLIP",
+    "GAIN",
+    "KNOWN",
+    "PASSED",
+    "UNREVIEWED",
+    "Accepts",
+    "Outcome",
+    "draft_outcome",
+    "label_of",
+    "outcome_of",
+]
+KNOWN, GAIN, FLIP, ACCEPTED = "xfailed", "xpassed", "flipped", "accepted"
+#: Whether a flip (arm id, case, label before, label now) is accepted: its reason, or None.
+Accepts = Callable[[str, str, str, str], str | None]
+#: An unreviewed drafted case under --cardprobe-strict-review: it fails whatever its verdict.
+UNREVIEWED = "unreviewed"
 
 
 @dataclass(frozen=True)
@@ -28,15 +47,24 @@ class Outcome:
 
 
 def outcome_of(
-    result: ProbeResult, baseline: Baseline | None, runxfail: bool = False
+    result: ProbeResult,
+    baseline: Baseline | None,
+    runxfail: bool = False,
+    fallback: Baseline | None = None,
+    accepts: Accepts | None = None,
 ) -> Outcome | None:
     """The outcome of a judged test, or None when it was not judged (error, infra, skip).
 
     ``runxfail`` (pytest --runxfail) shows known failures and gains as the plain verdict.
+    ``fallback`` answers for a case ``baseline`` lacks (a case new in a change gated against
+    its base is read against the change's own baseline); ``accepts`` says whether a flip is
+    accepted, and why.
     """
-    if result.status not in (PASSED, FAILED):
+    if result.status not in VERDICT_STATUSES:
         return None
     before = baseline.verdict(result.arm_id, result.case) if baseline else None
+    if before is None and fallback is not None:
+        before = fallback.verdict(result.arm_id, result.case)
     passed, label = result.status == PASSED, label_of(result)
     if before is None or (runxfail and not before.passed):
         return Outcome(result.status)
@@ -47,5 +75,33 @@ def outcome_of(
     if passed:
         return Outcome(GAIN, f"gain: {label} (baseline: {was})")
     if before.passed:
+        why = (
+            accepts(result.arm_id, result.case, before.label, label_of(result)) if accepts else None
+        )
+        if why is not None:
+            return Outcome(
+                ACCEPTED,
+                f"accepted: passed in the baseline ({was}), fails now ({label}); "
+                f"reason: {escape_control(why)}",
+            )
         return Outcome(FLIP, f"flip: passed in the baseline ({was}), fails now ({label})")
     return Outcome(KNOWN, f"known: {label} (baseline: {was})")
+
+
+def draft_outcome(result: ProbeResult, strict: bool) -> Outcome | None:
+    """How an unreviewed drafted case (``reviewed: false``) is shown: its draft is no
+    baseline, so a pass is a pass and a failure is shown as xfailed with its reason, never as
+    a failure of the run; with ``strict`` (--cardprobe-strict-review) it fails either way."""
+    if result.status not in VERDICT_STATUSES:
+        return None
+    if strict:
+        return Outcome(
+            UNREVIEWED,
+            f"unreviewed draft: case {escape_control(result.case)!r} is marked `reviewed: "
+            "false` (its expectation was drafted from recorded traffic); check it, then set "
+            "`reviewed: true` (--cardprobe-strict-review fails unreviewed cases)",
+        )
+    if result.status == PASSED:
+        return Outcome(PASSED)
+    label = escape_control(label_of(result))
+    return Outcome(KNOWN, f"unreviewed draft: {label} (not gated until reviewed)")

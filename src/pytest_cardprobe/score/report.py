@@ -18,12 +18,16 @@ from pytest_cardprobe.score.columns import (
     by_route,
     columns,
     failure_classes,
+    forced_rows,
     groups,
     pct,
     routes_shown,
     rows,
 )
-from pytest_cardprobe.score.gate import Gate, UnstableCase
+from pytest_cardprobe.score.explain import legend, let_through
+from pytest_cardprobe.score.gate import Decision, Gate, UnstableCase
+from pytest_cardprobe.score.layout import fit, table, wrap, wrap_all
+from pytest_cardprobe.score.summary import Block
 
 __all__ = [
     "ROUTE_SPLIT_CHANNELS",
@@ -36,6 +40,7 @@ __all__ = [
     "routes_shown",
     "rows",
     "scoreboard_lines",
+    "table",
 ]
 
 NO_BASELINE_HINT = "pytest --cardprobe-update-baseline records one"
@@ -73,8 +78,25 @@ def retry_section(arms: Sequence[ArmScore]) -> Section | None:
     )
 
 
+FORCED_CAPTION = (
+    "offered vs forced (the cold arm beside the required one, over the cases both ran; "
+    "a / b = offered / forced samples):"
+)
+
+
+def forced_section(arms: Sequence[ArmScore]) -> Section | None:
+    """Offered vs forced: does the model call when offered, and call right when it must?"""
+    headers, body = forced_rows(arms)
+    if not body:
+        return None
+    return Section("Offered vs forced", FORCED_CAPTION, tuple(headers), body)
+
+
 # Each builder returns its section or None; a new table is one more entry here.
-SECTIONS: tuple[Callable[[Sequence[ArmScore]], Section | None], ...] = (retry_section,)
+SECTIONS: tuple[Callable[[Sequence[ArmScore]], Section | None], ...] = (
+    retry_section,
+    forced_section,
+)
 
 
 def sections(arms: Sequence[ArmScore]) -> list[Section]:
@@ -82,24 +104,27 @@ def sections(arms: Sequence[ArmScore]) -> list[Section]:
     return [s for build in SECTIONS if (s := build(arms)) is not None]
 
 
-def tables(arms: Sequence[ArmScore], gate: Gate | None) -> list[list[str]]:
-    """One aligned text table per group of arms, a blank line between them."""
+def tables(
+    arms: Sequence[ArmScore], gate: Gate | None, width: int | None = None
+) -> tuple[list[list[str]], set[str], int, bool]:
+    """One aligned text table per group of arms, a blank line between them, each laid out
+    for ``width`` (``score/layout.py``; None keeps every column); with the headers shown, how
+    many columns were left out for saying nothing, and whether some moved below."""
     lines: list[list[str]] = []
+    shown: set[str] = set()
+    left_out, moved = 0, False
     for group in groups(arms):
-        lines.append(([""] if lines else []) + table(*rows(group, gate)))
-    return lines
-
-
-def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    """Plain aligned text table."""
-    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*headers).rstrip()] + [fmt.format(*r).rstrip() for r in body]
+        fitted = fit(*rows(group, gate), width, together=failure_classes(group))
+        lines.append(([""] if lines else []) + fitted.lines(width))
+        shown.update(fitted.headers)
+        left_out += fitted.hidden
+        moved = moved or bool(fitted.moved_headers)
+    return lines, shown, left_out, moved
 
 
 def unscored_lines(gate: Gate) -> list[str]:
     """An inconclusive gate's reasons: the arms with cases left without a verdict."""
-    if gate.decision != "inconclusive":
+    if gate.decision != Decision.INCONCLUSIVE:
         return []
     return [
         f"{arm_id}: {c.unscored} of {c.cases_run} case(s) unscored (infra or errors)"
@@ -115,12 +140,14 @@ def gate_lines(gate: Gate, quiet: bool = False) -> list[str]:
     lines = [f"gate: {gate.decision} — {gate.summary}"]
     for title, items in (
         ("REGRESSION", gate.regressions),
-        ("warning", gate.warnings),
+        # A flip the gate did not fail for says so on its own line, and why (the gate's
+        # warnings, one per arm, say the same as data in the JSON report).
+        ("", let_through(gate, gains=not quiet)),
         ("inconclusive", unscored_lines(gate)),
         ("gain", [] if quiet else gate.gains),
         ("suggestion", [] if quiet else gate.suggestions),
     ):
-        lines.extend(f"  {title}: {item}" for item in items)
+        lines.extend(f"  {title}: {item}" if title else f"  {item}" for item in items)
     if gate.coverage:
         lines.append(f"  {gate.coverage}")
     if not quiet and gate.other_mode_line:
@@ -171,13 +198,17 @@ TIMING_TITLE = "timing and tokens (server figures; not gated)"
 def timing_table(arms: Sequence[ArmScore]) -> tuple[list[str], list[list[str]]]:
     """Latency, tokens and speed per arm that has server figures (never gated).
 
-    The model's identity (digest or fingerprint) gets a column when some arm recorded one.
+    Arms are named as in the scoreboard (the model by its name); the model's identity
+    (digest or fingerprint) gets a column only when it changed within some arm.
     """
     shown = [a for a in arms if a.timing()["samples"] or a.digests]
     if not shown:
         return [], []
     cols: list[tuple[str, Callable[[ArmScore], str]]] = [
-        ("arm", lambda a: a.id),
+        ("suite", lambda a: a.suite),
+        ("model", lambda a: a.model),
+        ("channel", lambda a: a.channel),
+        ("condition", lambda a: a.condition),
         ("samples", _timing("samples")),
         ("median s", _timing("latency_median_s", _num)),
         ("p95 s", _timing("latency_p95_s", _num)),
@@ -185,9 +216,11 @@ def timing_table(arms: Sequence[ArmScore]) -> tuple[list[str], list[list[str]]]:
         ("gen tok", _timing("generated_tokens")),
         ("tok/s", _timing("tokens_per_s", _num)),
     ]
-    if any(a.digests for a in shown):
-        # The first 19 characters tell digests apart in a table; the JSON has them whole.
-        cols.append(("model", lambda a: ", ".join(d[:19] for d in a.digests) or "-"))
+    if any(len(a.digests) > 1 for a in shown):
+        # The first 12 characters tell digests apart in a table; the JSON has them whole.
+        cols.append(
+            ("digest", lambda a: " -> ".join(d[:12] for d in a.digests) if a.digests[1:] else "-")
+        )
     return [h for h, _ in cols], [[cell(a) for _, cell in cols] for a in shown]
 
 
@@ -219,35 +252,53 @@ def flip_lines(gate: Gate | None) -> list[str]:
 
 def no_baseline_line(gate: Gate | None) -> list[str]:
     """The hint printed when some arm has no baseline."""
-    if gate is None or gate.decision == "updated" or not gate.new:
+    if gate is None or gate.decision == Decision.UPDATED or not gate.new:
         return []
     return [f"no baseline for {len(gate.new)} arm(s): {NO_BASELINE_HINT}"]
 
 
 def scoreboard_lines(
-    arms: Sequence[ArmScore], gate: Gate | None, verbosity: int = 0, *, baseline_hint: bool = True
+    arms: Sequence[ArmScore],
+    gate: Gate | None,
+    verbosity: int = 0,
+    *,
+    baseline_hint: bool = True,
+    width: int | None = None,
 ) -> list[str]:
-    """The terminal scoreboard.
+    """The terminal scoreboard, laid out for a terminal ``width`` columns wide.
 
-    ``verbosity < 0`` (``-q``) keeps only the gate line and one line per regression, warning
-    or unscored arm of an inconclusive gate: nothing that explains a failing exit is dropped.
-    ``baseline_hint``: end with how to record a baseline for arms that have none (a pytest
-    run's advice; ``diff`` of two reports lists such arms as only in NEW instead).
+    Each arm's row starts with its gate word and stays on one line: columns that say nothing
+    for this run are left out and those that do not fit move below the table
+    (``score/layout.py``); prose lines wrap. ``width`` None, or ``verbosity > 0`` (``-v``),
+    shows every column as it is. ``verbosity < 0`` (``-q``) keeps only the gate line and one
+    line per regression, flip let through or unscored arm of an inconclusive gate: nothing
+    that explains a failing exit is dropped. ``baseline_hint``: end with how to record a
+    baseline for arms that have none (a pytest run's advice; ``diff`` of two reports lists
+    such arms as only in NEW instead).
     """
     if not arms:
         return []
     hint = no_baseline_line(gate) if baseline_hint else []
     if verbosity < 0:
-        return (gate_lines(gate, quiet=True) if gate else []) + hint
-    lines = [line for t in tables(arms, gate) for line in t]
+        return wrap_all((gate_lines(gate, quiet=True) if gate else []) + hint, width)
+    fitting = None if verbosity > 0 else width
+    drawn, shown, left_out, moved = tables(arms, gate, fitting)
+    lines = [line for t in drawn for line in t]
+    lines += wrap_all(legend(shown, left_out, moved), width)
     headers, timing = timing_table(arms)
+    # Fitted tables wrap their own prose (caption, moved rows); their rows stay whole.
+    whole = {line for t in drawn for line in t}
     if timing:
-        lines += ["", f"{TIMING_TITLE}:", *table(headers, timing)]
+        fitted_timing = fit(headers, timing, fitting).lines(width, TIMING_TITLE)
+        whole.update(fitted_timing)
+        lines += ["", *fitted_timing]
     changes = model_changes(arms)
     if changes:
         lines += ["", "model or server changed since the recording:", *(f"  {c}" for c in changes)]
     for section in sections(arms):
-        lines += ["", section.caption, *table(section.headers, section.body)]
+        fitted = fit(section.headers, section.body, fitting).lines(width)
+        whole.update(fitted)
+        lines += ["", *wrap_all([section.caption], width), *fitted]
     unstable = unstable_lines(arms, gate)
     if unstable:
         lines += ["", f"{UNSTABLE_TITLE}:", *(f"  {line}" for line in unstable)]
@@ -256,4 +307,16 @@ def scoreboard_lines(
         lines += ["", *canary]
     if gate:
         lines += ["", *gate_lines(gate)]
-    return lines + hint
+    lines += hint
+    # Tables are laid out to fit already; only a prose line is wrapped here. A table's row
+    # stays one line even when it is wider (under -v, or when the columns that never move do
+    # not fit: a long model name): wrapped, it would lose its alignment.
+    return [part for line in lines for part in ([line] if line in whole else wrap(line, width))]
+
+
+def block_lines(blocks: Sequence[Block]) -> list[str]:
+    """The summary blocks (score/summary.py) as terminal lines: a title, its lines indented."""
+    lines: list[str] = []
+    for block in blocks:
+        lines += ["", f"{block.title}:", *(f"  {line}" for line in block.lines)]
+    return lines

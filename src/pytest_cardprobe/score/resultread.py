@@ -17,9 +17,10 @@ from typing import Any
 
 from pytest_cardprobe.score.aggregate import ROUTES
 from pytest_cardprobe.score.bounds import MAX_COUNT, is_count
-from pytest_cardprobe.types import FailureClass, ProbeResult, escape_control, trim
+from pytest_cardprobe.text import escape_control
+from pytest_cardprobe.types import PROBLEMS, FailureClass, ProbeResult, Status, trim
 
-STATUSES = ("passed", "failed", "infra", "error", "unsupported")
+STATUSES = tuple(s.value for s in Status)
 CANARY_ROLES = ("needs_tool", "no_tool")
 FAILURES = tuple(c.value for c in FailureClass)
 
@@ -88,6 +89,9 @@ RESULT: dict[str, Want] = {
     "outcome": OPTIONAL_TEXT,
     "recorded": OPTIONAL_TEXT,
     "at_least": _optional(Want(lambda v: is_count(v, 1), f"an integer from 1 to {MAX_COUNT:,}")),
+    "problem": _optional(_one_of(PROBLEMS)),
+    "changes": _optional(TEXTS),
+    "draft": _optional(Want(lambda v: v is True, "true")),
 }
 SAMPLE: dict[str, Want] = {
     "index": _required(COUNT),

@@ -8,9 +8,9 @@ outcome, the aggregate and the baseline all read one status.
 
 from __future__ import annotations
 
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import VERDICT_STATUSES, ProbeResult, Status
 
-PASSED, FAILED = "passed", "failed"
+PASSED, FAILED = Status.PASSED, Status.FAILED
 
 
 def effective_at_least(at_least: int | None, samples: int) -> int | None:
@@ -33,7 +33,7 @@ def settle(result: ProbeResult, at_least: int | None) -> ProbeResult:
     ``at_least`` None means every sample must pass.
     """
     result.at_least = at_least
-    if result.status not in (PASSED, FAILED) or not result.samples:
+    if result.status not in VERDICT_STATUSES or not result.samples:
         return result
     passed, judged = sample_counts(result)
     need = judged if at_least is None else min(at_least, judged)

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from pytest_cardprobe.gatesettings import ALPHA as ALPHA
+
 #: The 97.5 % point of the standard normal distribution: two-sided 95 % intervals.
 Z95 = 1.959963984540054
 #: Exact enumeration when (range of S + 1) x (sum of the strata's support sizes) is at most
@@ -33,9 +35,8 @@ EXACT_LIMIT = 250_000
 #: :func:`verdict_test` convolves in exact fractions up to this many cases, in floats beyond.
 EXACT_FRACTIONS = 64
 
-#: Written as escapes: the characters look like ``a`` and ``-``, which a reader of the
-#: source must not mistake them for.
-ALPHA = "\N{GREEK SMALL LETTER ALPHA}"
+#: Written as an escape (like gatesettings.ALPHA): the character looks like ``-``, which a
+#: reader of the source must not mistake it for.
 DASH = "\N{EN DASH}"
 
 EXACT_MCNEMAR = "exact McNemar"
@@ -277,14 +278,15 @@ def p_text(p: float | None) -> str:
 
 
 def bounds_text(count: int, n: int) -> str:
-    """``[0-8 %]`` (with an en dash): the 95 % Wilson interval of ``count``/``n`` in whole
-    percent, rounded outwards so the shown interval holds the computed one; ``""`` for n 0."""
+    """``[0-8%]`` (with an en dash): the 95 % Wilson interval of ``count``/``n`` in whole
+    percent, rounded outwards so the shown interval holds the computed one; ``""`` for n 0.
+    Written like every other percentage of the reports (``8%``, no space)."""
     bounds = wilson(count, n)
     if bounds is None:
         return ""
-    return f"[{math.floor(bounds[0] * 100):d}{DASH}{math.ceil(bounds[1] * 100):d} %]"
+    return f"[{math.floor(bounds[0] * 100):d}{DASH}{math.ceil(bounds[1] * 100):d}%]"
 
 
 def interval_text(count: int, n: int) -> str:
-    """``12/25 [30-67 %]``: the share and its interval (:func:`bounds_text`)."""
+    """``12/25 [30-67%]``: the share and its interval (:func:`bounds_text`)."""
     return f"{count}/{n} {bounds_text(count, n)}".rstrip()

@@ -18,7 +18,7 @@ from pytest_cardprobe.score.html import page
 from pytest_cardprobe.score.markdown import md_text
 from pytest_cardprobe.score.report import table
 from pytest_cardprobe.score.stats import interval_text
-from pytest_cardprobe.types import escape_control
+from pytest_cardprobe.text import escape_control
 
 
 @dataclass(frozen=True)

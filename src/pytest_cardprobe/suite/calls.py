@@ -11,12 +11,12 @@ Matching values against these records is the judge's job (``judge/call.py``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cardprobe.suite.errors import Fail, KeyPath
+from pytest_cardprobe.suite.patterns import PatternError, pattern_problem, search
 
 #: Matcher names an argument matcher mapping may use (``ignore_case`` is a modifier).
 #: The judge's records: ``absent`` (value None), ``optional`` and ``each`` (value: the inner
@@ -146,10 +146,9 @@ def _matcher(value: Any, key: KeyPath, fail: Fail, *, inherited: bool) -> Matche
     if inherited and kind not in CASE_MATCHERS:
         fail(where, f"ignore_case (given beside the enclosing matcher) does not apply to {kind}")
     if kind == "regex":
-        try:
-            re.compile(operand)
-        except re.error as exc:
-            fail(where, f"invalid regular expression: {exc}")
+        problem = pattern_problem(operand, ignore_case)
+        if problem:
+            fail(where, problem)
     elif kind == "range" and operand[0] > operand[1]:
         fail(where, f"expected [low, high] with two numbers, low <= high; got {operand!r}")
     elif kind == "length":
@@ -218,10 +217,11 @@ def admits(parameters: Mapping[str, Any], name: str) -> bool:
 
 
 def _searches(pattern: Any, name: str) -> bool:
-    # JSON Schema patterns are unanchored, as jsonschema applies them (re.search).
+    # JSON Schema patterns are unanchored (a search), run by RE2 like every pattern of a
+    # suite or tool (suite/patterns.py): a model picks the name.
     try:
-        return isinstance(pattern, str) and re.search(pattern, name) is not None
-    except re.error:
+        return isinstance(pattern, str) and search(pattern, name)
+    except PatternError:
         return False
 
 

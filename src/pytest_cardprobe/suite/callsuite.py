@@ -15,14 +15,17 @@ from typing import Any
 
 from pytest_cardprobe.suite.calls import DEFAULT_MAX_TURNS, ScriptedResult
 from pytest_cardprobe.suite.context import Reader, at_least_of
-from pytest_cardprobe.suite.errors import KeyPath
+from pytest_cardprobe.suite.errors import Fail, KeyPath, SuiteWarning, Warn
 from pytest_cardprobe.suite.expectations import parse_expectation, parse_results
 from pytest_cardprobe.suite.records import (
     CALL_CHANNEL,
     DEFAULT_CONDITIONS,
     Case,
+    PriorCall,
+    PriorMessage,
     Suite,
 )
+from pytest_cardprobe.suite.sources import ToolSource, tool_source
 from pytest_cardprobe.suite.toolsfile import check_tools, read_tools_file
 
 __all__ = ["call_suite"]
@@ -38,18 +41,39 @@ def call_suite(
     prompt_files: dict[str, Path] = {}
     if CALL_CHANNEL in data.get("prompts", {}):
         key: KeyPath = ("prompts", CALL_CHANNEL)
-        prompts[CALL_CHANNEL], prompt_files[CALL_CHANNEL] = reader.read_file(
-            key, data["prompts"][CALL_CHANNEL], "prompt"
-        )
+        text, resolved = reader.read_prompt(key, data["prompts"][CALL_CHANNEL])
+        prompts[CALL_CHANNEL] = text
+        if resolved is not None:
+            prompt_files[CALL_CHANNEL] = resolved
     tools_file: Path | None = None
+    tools_source: ToolSource | None = None
     if isinstance(data["tools"], str):
         tools, tools_file, tool_lines = read_tools_file(reader, ("tools",), data["tools"])
+    elif isinstance(data["tools"], dict):
+        # Read from the application (its code, an MCP server) by the run's sources, which
+        # check the declarations they hand back; the line of every tool is `tools:`'s own.
+        tools_source = tool_source(data["tools"])
+        tools = reader.from_source(
+            ("tools",),
+            lambda sources: sources.tools(reader.suite_name, reader.path, "tools", tools_source),
+        )
+        tools = check_tools(tools, lambda k, problem: reader.fail(("tools",), problem))
+        tool_lines = {(): reader.lines.get(("tools",), 1)}
     else:
         tools = check_tools(data["tools"], lambda k, problem: reader.fail(("tools", *k), problem))
         tool_lines = {k[1:]: line for k, line in reader.lines.items() if k[:1] == ("tools",)}
     max_turns = int(data.get("max_turns", DEFAULT_MAX_TURNS))
+    _check_turn_limit(reader, ("max_turns",), max_turns)
+    doubts: list[SuiteWarning] = []
+
+    def warn(key: KeyPath, problem: str) -> None:
+        line = reader.line_of(key)
+        doubts.append(
+            SuiteWarning(reader.path, reader.wording(key, problem), reader.key_text(key), line)
+        )
+
     cases = tuple(
-        _case(reader, ("cases", i), item, tools, (max_turns, common["samples"]), case_id)
+        _case(reader, ("cases", i), item, tools, (max_turns, common["samples"]), case_id, warn)
         for i, item in enumerate(data["cases"])
     )
     return Suite(
@@ -64,6 +88,8 @@ def call_suite(
         tools=tuple(tools),
         tools_file=tools_file,
         tool_lines=tool_lines,
+        warnings=tuple(doubts),
+        tools_source=tools_source,
     )
 
 
@@ -74,17 +100,21 @@ def _case(
     tools: list[dict[str, Any]],
     suite_limits: tuple[int, int],
     case_id: CaseId,
+    warn: Warn,
 ) -> Case:
     suite_turns, samples = suite_limits  # the suite's max_turns and samples
     ident = case_id(entry, item["id"])
     fail = reader.fail
-    expect = parse_expectation(item["expect"], (*entry, "expect"), fail, tools)
+    expect = None
+    if "expect" in item:  # the schema lets only an unreviewed draft leave it out
+        expect = parse_expectation(item["expect"], (*entry, "expect"), fail, tools, warn)
     results: tuple[ScriptedResult, ...] = ()
     if "results" in item:
         results = parse_results(item["results"], (*entry, "results"), fail, tools)
     turns = int(item.get("max_turns", suite_turns))
-    calls = len(expect.calls)
-    if expect.multi_turn and turns <= calls:
+    _check_turn_limit(reader, (*entry, "max_turns"), turns)
+    calls = len(expect.calls) if expect else 0
+    if expect is not None and expect.multi_turn and turns <= calls:
         if "max_turns" in item:
             key: KeyPath = (*entry, "max_turns")
             given = f"max_turns: {turns}"
@@ -114,7 +144,62 @@ def _case(
         max_turns=turns,
         canary=item.get("canary"),
         at_least=at_least_of(reader, (*entry, "at_least"), item.get("at_least"), samples),
+        conversation=_conversation(fail, (*entry, "conversation"), item.get("conversation", [])),
+        reviewed=item.get("reviewed", True),
     )
+
+
+def _check_turn_limit(reader: Reader, key: KeyPath, turns: int) -> None:
+    """A loop of ``turns`` turns is within the run's bound (ini ``cardprobe_max_turns``)."""
+    most = reader.limits.max_turns
+    if turns > most:
+        reader.fail(
+            key,
+            f"{turns} turns is more than the limit of {most} for a tool loop (each turn is one "
+            "request to the model; raise ini cardprobe_max_turns to allow more)",
+        )
+
+
+def _conversation(
+    fail: Fail, key: KeyPath, items: list[dict[str, Any]]
+) -> tuple[PriorMessage, ...]:
+    """A case's ``conversation`` (shape checked by the schema) as records.
+
+    A tool message without an ``id`` answers the calls of the assistant message before it in
+    order (the OpenAI wire needs to say which call each answers), so it needs one there.
+    """
+    out: list[PriorMessage] = []
+    open_calls: list[PriorCall] = []  # calls of the last assistant message, not yet answered
+    for index, item in enumerate(items):
+        calls = tuple(
+            PriorCall(c["name"], c.get("arguments", {}), c.get("id"))
+            for c in item.get("tool_calls", [])
+        )
+        role = item["role"]
+        if role == "assistant":
+            open_calls = list(calls)
+        elif role == "tool" and "id" in item:
+            open_calls = [c for c in open_calls if c.id != item["id"]]
+        elif role == "tool":
+            if not open_calls:
+                fail(
+                    (*key, index),
+                    "a tool message answers a call: it follows an assistant message with "
+                    "tool_calls that has a call left to answer, or names the call's `id`",
+                )
+            open_calls.pop(0)
+        else:
+            open_calls = []
+        out.append(
+            PriorMessage(
+                role=role,
+                content=item.get("content", ""),
+                calls=calls,
+                name=item.get("name"),
+                id=item.get("id"),
+            )
+        )
+    return tuple(out)
 
 
 def case_prefix(data: Any, key: KeyPath) -> str:

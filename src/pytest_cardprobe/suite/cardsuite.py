@@ -60,7 +60,7 @@ def card_suite(
 
 
 def _prompts(
-    reader: Reader, given: dict[str, str], channels: tuple[str, ...]
+    reader: Reader, given: dict[str, Any], channels: tuple[str, ...]
 ) -> tuple[dict[str, str], dict[str, Path]]:
     # The retry channel asks in prose first and through the tool second: it needs both.
     needed = [k for k in PROMPT_KINDS if k in channels or "retry" in channels]
@@ -71,10 +71,11 @@ def _prompts(
     for channel in PROMPT_KINDS:
         if channel not in given:
             continue
-        text, resolved = reader.read_file(("prompts", channel), given[channel], "prompt")
+        text, resolved = reader.read_prompt(("prompts", channel), given[channel])
         if channel in needed:
             texts[channel] = text
-            files[channel] = resolved
+            if resolved is not None:  # None: the prompt is a string in the application's code
+                files[channel] = resolved
     return texts, files
 
 

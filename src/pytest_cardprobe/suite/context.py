@@ -7,17 +7,24 @@ it knows the file, the line of every key, the limits, and reads the files a suit
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, FileRefused, inside, read_capped
 from pytest_cardprobe.suite.documents import decode_utf8
 from pytest_cardprobe.suite.errors import KeyPath, SuiteError, format_key
 from pytest_cardprobe.suite.schema import first_problem
+from pytest_cardprobe.suite.sources import PromptSource, SourceProblem, Sources, prompt_source
+
+_T = TypeVar("_T")
 
 #: Upper bound of ``samples`` (suite key, marker, --samples); ini ``cardprobe_max_samples``.
 MAX_SAMPLES = 100
+#: Upper bound of a tool loop's ``max_turns`` (suite and case key); ini ``cardprobe_max_turns``.
+#: Every turn is a request with its own deadline, so the bound is what caps a loop's time.
+MAX_TURNS = 20
 #: Default cap on every file a suite makes the plugin read; ini ``cardprobe_max_file_mb``.
 DEFAULT_MAX_BYTES = DEFAULT_MAX_FILE_MB * MB
 
@@ -33,15 +40,25 @@ class SuiteLimits:
     roots: tuple[Path, ...] | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
     max_samples: int = MAX_SAMPLES
+    max_turns: int = MAX_TURNS
 
 
 class Reader:
     """One file being read: where its keys are, and how a problem in it is raised."""
 
-    def __init__(self, path: Path, lines: dict[KeyPath, int], limits: SuiteLimits) -> None:
+    def __init__(
+        self,
+        path: Path,
+        lines: dict[KeyPath, int],
+        limits: SuiteLimits,
+        sources: Sources | None = None,
+    ) -> None:
         self.path = path
         self.lines = lines
         self.limits = limits
+        # Who reads a source a suite names (python:, mcp:); None outside a pytest run.
+        self.sources = sources
+        self.suite_name = path.stem
 
     def line_of(self, key: KeyPath) -> int | None:
         # A missing key has no line of its own; point at the nearest enclosing entry.
@@ -111,6 +128,38 @@ class Reader:
         if not text.strip():
             self.fail(key, f"{what} file is empty: {resolved}")
         return text, resolved
+
+    def read_prompt(self, key: KeyPath, given: Any) -> tuple[str, Path | None]:
+        """A system prompt: a file relative to the suite (its text and path), or a string in
+        the application's code (``{python: package.module:NAME}``, its text and no path)."""
+        if isinstance(given, str):
+            return self.read_file(key, given, "prompt")
+        source: PromptSource = prompt_source(given)
+        text = self.from_source(
+            key,
+            lambda sources: sources.prompt(self.suite_name, self.path, _entry(key), source),
+        )
+        if not text.strip():
+            self.fail(key, f"python: {source.python} is an empty string; a prompt has text")
+        return text, None
+
+    def from_source(self, key: KeyPath, ask: Callable[[Sources], _T]) -> _T:
+        """What ``ask`` gets from the run's sources; a :class:`SourceProblem` fails ``key``."""
+        if self.sources is None:
+            self.fail(
+                key,
+                "this suite reads from the application (python: / mcp:), which only a pytest "
+                "run of cardprobe does (it reads the source, or the snapshot recorded beside "
+                "the cassettes)",
+            )
+        try:
+            return ask(self.sources)
+        except SourceProblem as exc:
+            self.fail(key, str(exc))
+
+
+def _entry(key: KeyPath) -> str:
+    return ".".join(str(part) for part in key)
 
 
 def at_least_of(reader: Reader, key: KeyPath, value: Any, samples: int) -> int | None:

@@ -46,6 +46,24 @@ class SuiteError(Exception):
         return f"{where}: {self.problem}"
 
 
+class SuiteWarning:
+    """A doubt about one suite file that does not stop the run (shown as a pytest warning at
+    its file and line); ``str()`` reads like a :class:`SuiteError`."""
+
+    def __init__(self, path: Path, problem: str, key: str | None, line: int | None) -> None:
+        self.source = path
+        self.problem = problem
+        self.key = key
+        self.line = line
+
+    def __str__(self) -> str:
+        return str(SuiteError(self.source, self.problem, self.key, self.line))
+
+
+#: Note a doubt at a key path (the caller knows file and lines).
+Warn = Callable[[KeyPath, str], None]
+
+
 def format_key(key: KeyPath) -> str | None:
     """``("cases", 3, "accept")`` → ``"cases[3].accept"``; ``None`` for the document itself."""
     text = ""

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_cardprobe.suite.argvalues import value_findings
 from pytest_cardprobe.suite.calls import (
     CallSpec,
     Expectation,
@@ -27,7 +27,8 @@ from pytest_cardprobe.suite.calls import (
     parameters_of,
     parse_matcher,
 )
-from pytest_cardprobe.suite.errors import Fail, KeyPath, describe, one_of
+from pytest_cardprobe.suite.errors import Fail, KeyPath, Warn, describe, one_of
+from pytest_cardprobe.suite.patterns import pattern_problem
 
 __all__ = ["parse_expectation", "parse_results"]
 
@@ -35,10 +36,13 @@ __all__ = ["parse_expectation", "parse_results"]
 class _Tools:
     """The declared tools of one suite, for the checks of names and arguments."""
 
-    def __init__(self, tools: Sequence[Mapping[str, Any]], fail: Fail) -> None:
+    def __init__(
+        self, tools: Sequence[Mapping[str, Any]], fail: Fail, warn: Warn | None = None
+    ) -> None:
         self.tools = tools
         self.names = declared_names(tools)
         self.fail = fail
+        self.warn = warn or (lambda key, problem: None)
 
     def name(self, value: str, key: KeyPath) -> str:
         if value not in self.names:
@@ -57,7 +61,9 @@ class _Tools:
         """``args:`` of a call of ``tool``: each name declared by the tool, each matcher read.
 
         In an expected call (not a scripted result, which may answer any call), a required
-        argument cannot be ``absent``: a call without it fails the schema before any matcher.
+        argument cannot be ``absent``: a call without it fails the schema before any matcher;
+        nor can a matcher want only values the tool's schema rejects (``suite/argvalues.py``):
+        a problem when no value can pass, a warning when only some alternatives can.
         """
         parameters = parameters_of(self.tools, tool) or {}
         properties = parameters.get("properties")
@@ -81,6 +87,12 @@ class _Tools:
                     f"so `absent: true` could never pass: a call without {name!r} fails as "
                     "bad_arguments before any matcher is asked",
                 )
+            if expected:
+                found = value_findings(tool, parameters, name, read)
+                for problem in found.problems:
+                    self.fail(where, problem)
+                for doubt in found.warnings:
+                    self.warn(where, doubt)
             out.append((name, read))
         return tuple(out)
 
@@ -117,20 +129,24 @@ def parse_final(value: dict[str, Any], key: KeyPath, fail: Fail) -> tuple[FinalC
         listed = isinstance(value[kind], list)
         for index, item in enumerate(value[kind] if listed else [value[kind]]):
             if kind == "regex":
-                try:
-                    re.compile(item)
-                except re.error as exc:
+                problem = pattern_problem(item, ignore_case)
+                if problem:
                     where = (*key, kind, index) if listed else (*key, kind)
-                    fail(where, f"invalid regular expression: {exc}")
+                    fail(where, problem)
             checks.append(FinalCheck(kind, item, ignore_case))
     return tuple(checks)
 
 
 def parse_expectation(
-    value: dict[str, Any], key: KeyPath, fail: Fail, tools: Sequence[Mapping[str, Any]]
+    value: dict[str, Any],
+    key: KeyPath,
+    fail: Fail,
+    tools: Sequence[Mapping[str, Any]],
+    warn: Warn | None = None,
 ) -> Expectation:
-    """A case's ``expect:``, validated by the suite schema, as an :class:`Expectation`."""
-    known = _Tools(tools, fail)
+    """A case's ``expect:``, validated by the suite schema, as an :class:`Expectation`;
+    ``warn`` hears the doubts that do not stop the run."""
+    known = _Tools(tools, fail, warn)
     final = parse_final(value["final"], (*key, "final"), fail) if "final" in value else ()
     if "call" in value:
         name = known.name(value["call"], (*key, "call"))

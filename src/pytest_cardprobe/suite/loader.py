@@ -38,6 +38,7 @@ from pytest_cardprobe.suite.documents import LOADER, decode_utf8, parse_yaml
 from pytest_cardprobe.suite.errors import KeyPath, SuiteError, describe, one_of
 from pytest_cardprobe.suite.records import (
     ALL_CHANNELS,
+    ALL_CONDITIONS,
     CALL_CHANNEL,
     CALL_CONDITIONS,
     CALL_JUDGE,
@@ -51,6 +52,7 @@ from pytest_cardprobe.suite.records import (
     PROMPT_KINDS,
     PROSE_FIRST,
     REFERENCE_VOCABULARY,
+    REQUIRED,
     SUITE_VERSION,
     THINK_LEVELS,
     TOOL_USING,
@@ -60,9 +62,12 @@ from pytest_cardprobe.suite.records import (
     Turn,
 )
 from pytest_cardprobe.suite.schema import SCHEMA_PATH
+from pytest_cardprobe.suite.sources import SourceProblem, Sources
+from pytest_cardprobe.text import name_problem
 
 __all__ = [
     "ALL_CHANNELS",
+    "ALL_CONDITIONS",
     "CALL_CHANNEL",
     "CALL_CONDITIONS",
     "CALL_JUDGE",
@@ -78,19 +83,24 @@ __all__ = [
     "PROMPT_KINDS",
     "PROSE_FIRST",
     "REFERENCE_VOCABULARY",
+    "REQUIRED",
     "SCHEMA_PATH",
     "SUITE_VERSION",
     "THINK_LEVELS",
     "TOOL_USING",
     "Case",
     "SeedTurn",
+    "SourceProblem",
+    "Sources",
     "Suite",
     "SuiteError",
     "SuiteLimits",
+    "SuiteReader",
     "Turn",
     "decode_utf8",
     "is_suite_file",
     "load_suite",
+    "read_document",
 ]
 
 ROLES: tuple[str, ...] = ("user", "assistant")
@@ -100,6 +110,34 @@ ROLES: tuple[str, ...] = ("user", "assistant")
 # A top-level ``cardprobe:`` key starts at column 0 in block style (quoted or not); ``- `` in
 # front is a suite written inside a top-level list, which must be reported, not skipped.
 _SUITE_MARKER = re.compile(r"""^(?:-[ \t]+)?["']?cardprobe["']?[ \t]*:""", re.MULTILINE)
+# The pieces of a flow mapping that matter for finding a top-level ``cardprobe`` key without
+# parsing: quoted strings (skipped whole), comments, brackets, commas and the key itself.
+_FLOW_TOKEN = re.compile(
+    r"""(?P<key>(?<![\w-])["']?cardprobe["']?[ \t\r\n]*:)"""
+    r"""|"(?:[^"\\]|\\.)*"?|'(?:[^']|'')*'?|#[^\n]*|[{}\[\],]"""
+)
+
+
+def _flow_marked(text: str) -> bool:
+    """Whether ``text``, a flow mapping YAML could not parse, has ``cardprobe`` as a key of
+    its outermost mapping: then it tries to be a suite, and its syntax error is reported
+    with its line instead of the file being skipped as someone else's broken YAML."""
+    depth, after_separator = 0, False
+    for token in _FLOW_TOKEN.finditer(text):
+        piece = token.group()
+        if token.group("key") is not None:
+            if depth == 1 and after_separator:
+                return True
+        elif piece in "{[":
+            depth += 1
+        elif piece in "}]":
+            depth -= 1
+        elif piece.startswith("#"):
+            continue
+        after_separator = piece in ("{", ",")
+    return False
+
+
 _SUFFIXES = (".yaml", ".yml")
 
 
@@ -141,8 +179,10 @@ def is_suite_file(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> bool:
         return False
     try:
         data = yaml.load(text, Loader=LOADER)
-    except Exception:  # not YAML at all: not ours either
-        return False
+    except Exception:
+        # Not valid YAML: ours when a flow mapping's key says so (the loader then names the
+        # line of the error), else someone else's broken file.
+        return _flow_marked(text)
     return isinstance(data, dict) and "cardprobe" in data
 
 
@@ -157,8 +197,13 @@ def load_suite(
     *,
     known_judges: Collection[str] = ("card",),
     limits: SuiteLimits = _NO_LIMITS,
+    sources: Sources | None = None,
 ) -> Suite:
-    """Read and validate one suite file; raise :class:`SuiteError` on any problem with it."""
+    """Read and validate one suite file; raise :class:`SuiteError` on any problem with it.
+
+    ``sources`` reads what a suite takes from the application (``python:``, ``mcp:``); without
+    it such a suite is refused (only a pytest run reads sources).
+    """
     p = Path(path)
     try:
         raw = read_capped(p, limits.max_bytes)
@@ -169,18 +214,24 @@ def load_suite(
     text = decode_utf8(p, raw, "suite file")
     try:
         data, lines, root_line = parse_yaml(p, text)
-        return _read(_SuiteReader(p, lines, limits, data), data, root_line, known_judges)
+        reader = SuiteReader(p, lines, limits, data, sources)
+        return _read(reader, data, root_line, known_judges)
     except RecursionError:
         raise SuiteError(p, "YAML is nested too deeply to be a suite file") from None
 
 
-class _SuiteReader(Reader):
+class SuiteReader(Reader):
     """A suite file; a problem inside a call suite's case names the case by its id."""
 
     def __init__(
-        self, path: Path, lines: dict[KeyPath, int], limits: SuiteLimits, data: Any
+        self,
+        path: Path,
+        lines: dict[KeyPath, int],
+        limits: SuiteLimits,
+        data: Any,
+        sources: Sources | None,
     ) -> None:
-        super().__init__(path, lines, limits)
+        super().__init__(path, lines, limits, sources)
         self.data = data
         self.first_id_line: dict[str, int | None] = {}
 
@@ -203,7 +254,15 @@ class _SuiteReader(Reader):
         return ident
 
 
-def _read(reader: _SuiteReader, data: Any, root_line: int, judges: Collection[str]) -> Suite:
+def read_document(
+    reader: SuiteReader, data: Any, known_judges: Collection[str] = ("card",)
+) -> Suite:
+    """A suite from a document already in memory, read by the rules of a suite file (a
+    Python test's call probe builds one: ``suite/askcall.py``)."""
+    return _read(reader, data, reader.line_of(()) or 1, known_judges)
+
+
+def _read(reader: SuiteReader, data: Any, root_line: int, judges: Collection[str]) -> Suite:
     if not isinstance(data, dict):
         reader.fail(
             (),
@@ -224,6 +283,10 @@ def _read(reader: _SuiteReader, data: Any, root_line: int, judges: Collection[st
             "(raise ini cardprobe_max_samples to allow more)",
         )
     at_least = at_least_of(reader, ("at_least",), data.get("at_least"), samples)
+    named = name_problem(str(data.get("name", reader.path.stem)))
+    if named:
+        key: KeyPath = ("name",) if "name" in data else ()
+        reader.fail(key, f"the suite name {named}" if key else f"the file name {named}")
     think = data.get("think")
     if isinstance(think, bool):  # YAML 1.1 reads a bare `off`/`on` as a boolean
         think = "on" if think else "off"
@@ -237,6 +300,7 @@ def _read(reader: _SuiteReader, data: Any, root_line: int, judges: Collection[st
         "think": think,
         "at_least": at_least,
     }
+    reader.suite_name = common["name"]
     build = call_suite if judge == CALL_JUDGE else card_suite
     return build(reader, data, common, reader.case_id)
 

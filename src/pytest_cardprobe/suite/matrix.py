@@ -1,7 +1,8 @@
 """Expand suites into probes: one per case x model x channel x condition that is asked.
 
 A channel that cannot carry a condition (the tool and retry channels with ``seeded`` or
-``schema``) makes no probe at all: there is nothing to ask, so it is not a test.
+``schema``) makes no probe at all: there is nothing to ask, so it is not a test. Nor does a
+call case that expects no call under the ``required`` condition, which forces a call.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from pytest_cardprobe.suite.loader import Case, Suite
+from pytest_cardprobe.suite.loader import REQUIRED, Case, Suite
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,23 @@ def not_asked(channel: str, condition: str) -> str | None:
     )
 
 
+def case_not_asked(case: Case, condition: str) -> str | None:
+    """Why ``case`` is not asked under ``condition``; None when it is.
+
+    The ``required`` condition forces every request to call a tool, so a case whose right
+    answer is no call (``no_call``, the irrelevance cases and a canary's ``no_tool`` side)
+    cannot be answered right under it: it is left out rather than failed by construction.
+    """
+    if condition == REQUIRED and not expects_call(case):
+        return "the required condition forces a call; a case that expects none is not asked"
+    return None
+
+
+def expects_call(case: Case) -> bool:
+    """A call case that expects at least one call (what the ``required`` condition asks)."""
+    return case.expect is not None and case.expect.kind != "no_call"
+
+
 def expand(
     suite: Suite,
     models: Sequence[str],
@@ -70,7 +88,7 @@ def expand(
                 for condition in suite.conditions:
                     if conditions and condition not in conditions:
                         continue
-                    if not_asked(channel, condition):
+                    if not_asked(channel, condition) or case_not_asked(case, condition):
                         continue
                     yield Probe(suite, case, model, channel, condition)
 

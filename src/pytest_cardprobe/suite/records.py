@@ -14,7 +14,8 @@ from pytest_cardprobe.suite.calls import (
     ScriptedResult,
     declared_names,
 )
-from pytest_cardprobe.suite.errors import KeyPath
+from pytest_cardprobe.suite.errors import KeyPath, SuiteWarning
+from pytest_cardprobe.suite.sources import ToolSource
 
 CHANNELS: tuple[str, ...] = ("prose", "tool", "retry")
 CONDITIONS: tuple[str, ...] = ("cold", "history", "seeded", "schema")
@@ -32,10 +33,16 @@ PROMPT_KINDS: tuple[str, ...] = ("prose", "tool")
 #: A call suite (``judge: call``) has one channel: the suite's own tools, all declared at once.
 CALL_JUDGE = "call"
 CALL_CHANNEL = "call"
+#: The forced condition of a call suite (opt-in): the question asked cold, and every turn that
+#: must call forced to call, the way an application forces one (``tool_choice: "required"``
+#: on OpenAI-compatible servers, a ``format`` JSON Schema of the calls on Ollama's own API).
+REQUIRED = "required"
 #: A call suite's conditions: the seeded and schema conditions shape card replies only.
-CALL_CONDITIONS: tuple[str, ...] = ("cold", "history")
+CALL_CONDITIONS: tuple[str, ...] = ("cold", "history", REQUIRED)
 #: Every channel a probe may have (``--channel`` accepts these).
 ALL_CHANNELS: tuple[str, ...] = (*CHANNELS, CALL_CHANNEL)
+#: Every condition a probe may have (``--condition`` accepts these).
+ALL_CONDITIONS: tuple[str, ...] = (*CONDITIONS, REQUIRED)
 #: Reasoning levels: ``off``/``on`` for Ollama's boolean ``think``, the rest an effort level.
 THINK_LEVELS: tuple[str, ...] = ("off", "on", "low", "medium", "high")
 SUITE_VERSION = 1
@@ -57,6 +64,32 @@ DEFAULT_VOCABULARY: tuple[str, ...] = REFERENCE_VOCABULARY + NESTING_TYPES
 
 
 @dataclass(frozen=True)
+class PriorCall:
+    """A call an assistant message of a case's ``conversation`` made (arguments as literals)."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(hash=False, default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class PriorMessage:
+    """One message of a case's ``conversation``, the turns that come before its question.
+
+    ``role`` is ``system``, ``user``, ``assistant`` or ``tool``. An assistant message may
+    carry ``calls``; a tool message answers one of them: ``name`` is the tool, ``id`` the
+    call's id when it had one (else it answers the calls of the assistant message before it
+    in order). The request writes each in its API's shape (``suite/request.py``).
+    """
+
+    role: str
+    content: str = ""
+    calls: tuple[PriorCall, ...] = ()
+    name: str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True)
 class Case:
     """One question and the element types that would answer it."""
 
@@ -73,6 +106,13 @@ class Case:
     canary: str | None = None
     # The case's own k-of-n rule (key ``at_least``); None: the suite's rule.
     at_least: int | None = None
+    # Call suites only: the messages before the question, as the application sent them
+    # (key ``conversation``), and whether a person has reviewed the expectation (key
+    # ``reviewed``; ``draft`` writes ``reviewed: false``). An unreviewed case is scored apart:
+    # kept out of the gate and the baseline; it may have no ``expect`` (then ``expect`` is
+    # None and its samples only say what the model did).
+    conversation: tuple[PriorMessage, ...] = ()
+    reviewed: bool = True
 
     @property
     def is_control(self) -> bool:
@@ -130,6 +170,11 @@ class Suite:
     tools: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     tools_file: Path | None = None
     tool_lines: Mapping[KeyPath, int] = field(default_factory=dict, hash=False, compare=False)
+    # Doubts found at load that do not stop the run (an expected argument only some of whose
+    # alternatives a tool's schema allows, say): shown as warnings at their line.
+    warnings: tuple[SuiteWarning, ...] = field(default=(), hash=False, compare=False)
+    # Call suites whose ``tools:`` names a source (python:, mcp:): that source.
+    tools_source: ToolSource | None = field(default=None, hash=False, compare=False)
 
     @property
     def is_call_suite(self) -> bool:

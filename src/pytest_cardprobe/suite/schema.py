@@ -15,6 +15,8 @@ the key path it belongs to, from the schema's ``x-`` annotations (which validato
 * ``x-missing``: per required key, the message when it is missing (default: "missing
   required key");
 * ``x-noun`` / ``x-tail``: how an unknown key is named (``unknown matcher 'regexp'``);
+* ``x-wrap``: ``{key, hint}``: an unknown key that is one of the keys of the mapping under
+  ``key`` gets ``hint`` (a bare function where a tool declaration wraps it in ``function``);
 * ``x-what``: a ``oneOf`` of single ``required`` keys means "exactly one of these keys";
   ``x-what`` names what they are (``two expectations (call and no_call)``).
 """
@@ -23,14 +25,15 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 from pytest_cardprobe.suite.errors import KeyPath, describe, one_of
+from pytest_cardprobe.suite.patterns import search
 
-__all__ = ["SCHEMA_PATH", "first_problem", "schema", "strict_types"]
+__all__ = ["SCHEMA_PATH", "first_problem", "schema", "strict_types", "tool_validator"]
 
 # The JSON Schema ships next to this module as package data (pyproject ships ``*.json``);
 # a plain path works for both editable and wheel installs and needs no importlib dance.
@@ -50,15 +53,85 @@ def _strict_integer(checker: Any, instance: Any) -> bool:
 
 @lru_cache(maxsize=16)
 def strict_types(base: Any) -> Any:
-    """``base`` (a jsonschema validator class) with ``integer`` meaning a JSON integer.
+    """``base`` (a jsonschema validator class) with ``integer`` meaning a JSON integer, and
+    its patterns run by RE2.
 
     Drafts 6 and later call ``2.0`` an integer, since its value is whole; here it is not, nor
-    is ``true``. The suite validator uses it (``samples: 2.0`` reads ``expected an integer >=
-    1, got 2.0``) and so does the call judge for a tool's arguments (judge/argschema.py).
+    is ``true``. ``pattern``, ``patternProperties`` and ``additionalProperties`` (which
+    looks at the patterns too) search with :mod:`suite.patterns`, in time linear in the
+    text, where jsonschema's own keywords use Python's backtracking ``re``. The suite
+    validator uses it (``samples: 2.0`` reads ``expected an integer >= 1, got 2.0``) and so
+    does the call judge for a tool's arguments (judge/argschema.py).
     """
     from jsonschema.validators import extend
 
-    return extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer))
+    return extend(
+        base,
+        validators={
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        },
+        type_checker=base.TYPE_CHECKER.redefine("integer", _strict_integer),
+    )
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for name, value in instance.items():
+            if search(pattern, name):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    named = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    others = [
+        name
+        for name in instance
+        if name not in named and not any(search(p, name) for p in patterns)
+    ]
+    if validator.is_type(extra, "object"):
+        for name in others:
+            yield from validator.descend(instance[name], extra, path=name)
+    elif extra is False and others:
+        listed = ", ".join(repr(name) for name in others)
+        yield ValidationError(f"Additional properties are not allowed ({listed} unexpected)")
+
+
+@lru_cache(maxsize=256)
+def _tool_validator(schema_text: str) -> Any:
+    # Imported here: only call suites pay for jsonschema's import.
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    parameters = json.loads(schema_text)
+    return strict_types(validator_for(parameters, default=Draft202012Validator))(parameters)
+
+
+def tool_validator(parameters: Mapping[str, Any]) -> Any:
+    """The validator of a tool's ``parameters`` (cached per schema): the draft its
+    ``$schema`` names, 2020-12 when it names none, with :func:`strict_types`. The one
+    validator of a call's arguments: the call judge checks what a model sent with it
+    (``judge/argschema.py``) and the loader checks a case's argument values with it
+    (``suite/argvalues.py``). ``format`` is not asserted (jsonschema's default, and JSON
+    Schema 2020-12's: an annotation), so neither checks ``"format": "date"``."""
+    return _tool_validator(json.dumps(parameters, sort_keys=True))
 
 
 @cache
@@ -96,6 +169,16 @@ def first_problem(
     return _word(first)
 
 
+def _wrap_hint(here: Mapping[str, Any], name: str) -> str:
+    """``x-wrap``'s hint when the unknown key ``name`` belongs one level down, in the mapping
+    under ``x-wrap.key`` (a tool's ``name`` written beside ``type``, outside ``function``)."""
+    wrap = here.get("x-wrap")
+    if not isinstance(wrap, dict):
+        return ""
+    inner = here.get("properties", {}).get(wrap["key"], {}).get("properties", {})
+    return str(wrap["hint"]) if name in inner else ""
+
+
 def _word(error: Any) -> tuple[KeyPath, str]:
     """One jsonschema error as (key path, message)."""
     path: KeyPath = tuple(error.absolute_path)
@@ -112,7 +195,8 @@ def _word(error: Any) -> tuple[KeyPath, str]:
         hint = f"did you mean {close[0]!r}? " if close else ""
         noun = here.get("x-noun", "key")
         named = "unknown key" if noun == "key" else f"unknown {noun} {name!r}"
-        return (*path, name), f"{named}; {hint}allowed: {one_of(allowed)}{here.get('x-tail', '')}"
+        tail = here.get("x-tail", "") + _wrap_hint(here, name)
+        return (*path, name), f"{named}; {hint}allowed: {one_of(allowed)}{tail}"
     if keyword == "required" and isinstance(instance, dict):
         name = next(k for k in error.validator_value if k not in instance)
         return (*path, name), here.get("x-missing", {}).get(name, "missing required key")
@@ -161,7 +245,8 @@ def _exactly_one(path: KeyPath, here: dict[str, Any], instance: Any) -> tuple[Ke
     if not present:
         return path, f"missing the {what}: give one of {one_of(keys)}"
     return (*path, present[1]), (
-        f"two {what}s ({present[0]} and {present[1]}); give exactly one of {one_of(keys)}"
+        f"two {what}{'es' if what.endswith('s') else 's'} ({present[0]} and {present[1]}); "
+        f"give exactly one of {one_of(keys)}"
     )
 
 

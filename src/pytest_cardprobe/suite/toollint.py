@@ -22,7 +22,12 @@ The rules (weak schemas and descriptions make small local models call tools badl
   ``additionalProperties`` is a schema says what its values are, and is not flagged);
 * ``too-deep``: parameters nested more than three levels deep;
 * ``too-many-tools``: more than 20 tools in one request;
-* ``bad-name``: a tool name outside ``^[a-zA-Z0-9_-]{1,64}$``;
+* ``bad-name``: a tool name outside MCP's ``^[a-zA-Z0-9_.-]{1,128}$``, which no server is
+  sure to take;
+* ``portable-name``: a name MCP allows that strict OpenAI-compatible servers refuse with HTTP
+  400 (outside ``^[a-zA-Z0-9_-]{1,64}$``: a ``.``, more than 64 characters). Ollama and
+  llama.cpp take it, and an application really sends it (an MCP server's ``code.search``), so
+  it stays a warning under ``--cardprobe-strict-tools``: a portability note, not a mistake;
 * ``required-undeclared``: ``required`` names a property the object does not declare.
 """
 
@@ -39,6 +44,10 @@ from pytest_cardprobe.suite.errors import KeyPath, json_path
 MAX_TOOLS = 20
 MAX_DEPTH = 3
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+#: What MCP allows in a tool name: a name within it but outside TOOL_NAME is portable-name.
+MCP_TOOL_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,128}")
+#: Findings that stay warnings under --cardprobe-strict-tools.
+PORTABILITY_RULES = frozenset({"portable-name"})
 _TYPED_BY = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref")
 # A description that spells out the allowed values: "one of ...", "either X or Y",
 # "allowed values", or two or more quoted / backticked choices joined by commas or "or".
@@ -95,6 +104,11 @@ class LintFinding:
     rule: str
     message: str
     line: int | None = None
+
+    @property
+    def strict(self) -> bool:
+        """Whether --cardprobe-strict-tools makes it an error (a portability note stays one)."""
+        return self.rule not in PORTABILITY_RULES
 
     def __str__(self) -> str:
         where = f"{self.source}:{self.line}" if self.line else str(self.source)
@@ -164,8 +178,15 @@ def lint_tools(
             continue
         at: tuple[str | int, ...] = (index, "function")
         name = fn.get("name")
-        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-            add((*at, "name"), "bad-name", f"tool name {name!r} is not ^[a-zA-Z0-9_-]{{1,64}}$")
+        if not isinstance(name, str) or not MCP_TOOL_NAME.fullmatch(name):
+            add((*at, "name"), "bad-name", f"tool name {name!r} is not ^[a-zA-Z0-9_.-]{{1,128}}$")
+        elif not TOOL_NAME.fullmatch(name):
+            add(
+                (*at, "name"),
+                "portable-name",
+                f"tool name {name!r} works with Ollama and llama.cpp, but strict "
+                "OpenAI-compatible servers refuse it (HTTP 400: not ^[a-zA-Z0-9_-]{1,64}$)",
+            )
         if not _has_text(fn.get("description")):
             add((*at, "description"), "no-description", f"tool {name!r} has no description")
         params = fn.get("parameters")

@@ -11,19 +11,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB
 from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.types import ChatReply, ChatRequest
 from pytest_cardprobe.wire import ollama, openai
 from pytest_cardprobe.wire.body import Player, json_body
 from pytest_cardprobe.wire.deadline import CONNECT_TIMEOUT_S, Deadline
-from pytest_cardprobe.wire.errors import InfraError, Unreachable, classify_http_error
+from pytest_cardprobe.wire.errors import (
+    InfraError,
+    ReplyRefused,
+    Unreachable,
+    classify_http_error,
+)
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
-from pytest_cardprobe.wire.redact import REDACTED, redact_headers, redact_url
-from pytest_cardprobe.wire.shapes import check_reply
+from pytest_cardprobe.wire.redact import redact_url, redacted_repr
+from pytest_cardprobe.wire.shapes import StreamLimits, check_reply, stream_size_problem
+from pytest_cardprobe.wire.unparsed import unparsed_status
 
 if TYPE_CHECKING:
     import httpx
@@ -48,13 +55,11 @@ class ClientSettings:
     keep_alive: str = "10m"
     api_key: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # The most one reply may bring, whole or streamed, as it arrives (compression refused).
+    max_reply_bytes: int = DEFAULT_MAX_FILE_MB * MB
+    limits: StreamLimits = field(default_factory=StreamLimits)
 
-    def __repr__(self) -> str:
-        shown: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
-        shown["base_url"] = redact_url(self.base_url)
-        shown["api_key"] = REDACTED if self.api_key else None
-        shown["headers"] = redact_headers(self.headers)
-        return f"ClientSettings({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+    __repr__ = redacted_repr
 
 
 class ChatClient:
@@ -82,6 +87,7 @@ class ChatClient:
         self._player = player
         self._client: httpx.Client | None = None
         self._deadline = Deadline()
+        self._asked_server = False  # the last attempt went to a server, not to a player
 
     @property
     def _http(self) -> httpx.Client:
@@ -94,6 +100,10 @@ class ChatClient:
             headers = dict(s.headers)
             if s.api_key:
                 headers["Authorization"] = f"Bearer {s.api_key}"
+            # No compression: the transport refuses a compressed reply, whose inflated size
+            # could not be bounded before vcrpy inflates it whole (a gzip bomb).
+            headers = {k: v for k, v in headers.items() if k.lower() != "accept-encoding"}
+            headers["Accept-Encoding"] = "identity"
             # A query in the server URL (``?key=...`` for a gateway) goes on every request;
             # httpx would glue it into the path if it stayed in the base URL.
             base, _, query = s.base_url.partition("?")
@@ -103,7 +113,7 @@ class ChatClient:
                 timeout=httpx.Timeout(s.timeout, connect=min(CONNECT_TIMEOUT_S, s.timeout)),
                 headers=headers,
                 # Only the scheme and host matter there (for a proxy); no credential.
-                transport=deadline_transport(self._deadline, redact_url(base)),
+                transport=deadline_transport(self._deadline, redact_url(base), s.max_reply_bytes),
             )
         return self._client
 
@@ -181,12 +191,19 @@ class ChatClient:
                 f"not asked again (unreachable earlier in this run): {self.unreachable}"
             )
         last: InfraError | None = None
-        refused = 0
+        refused = tries = 0
         for attempt in range(self.settings.retries + 1):
-            if attempt:
+            if attempt and self._asked_server:
+                # The backoff gives a server time; a failed attempt a cassette holds replays
+                # at once (replay never waits).
                 self._sleep(self.settings.backoff * 2 ** (attempt - 1))
+            self._asked_server = False
+            tries += 1
             try:
                 return self._chat_once(request, wire)
+            except ReplyRefused as exc:
+                last = exc
+                break  # the same reply again: not retried
             except InfraError as exc:
                 last = exc
                 refused += isinstance(exc, Unreachable)
@@ -194,7 +211,6 @@ class ChatClient:
         if refused == self.settings.retries + 1:
             self.unreachable = str(last)
         # The count first: labels are cut to one line, and it says retries were made.
-        tries = self.settings.retries + 1
         raise InfraError(f"after {tries} attempt{'s' if tries > 1 else ''}: {last}")
 
     def _chat_once(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
@@ -203,9 +219,10 @@ class ChatClient:
             played = self._player("POST", path, json_body(body) if wire is None else wire)
             if played is not None:
                 return self._played(request, path, body, played)
+        self._asked_server = True
         response = self.send("POST", path, body)
         if response.status_code >= 400:
-            raise classify_http_error(response, request.model)
+            return self._error_reply(request, response)
         try:
             text = response.content.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -215,7 +232,11 @@ class ChatClient:
                 f"malformed reply: not UTF-8 ({exc.reason} at byte {exc.start}): "
                 f"{response.content[:120]!r}"
             ) from None
-        problem, parsed = check_reply(self.settings.api, self.settings.stream, text)
+        s = self.settings
+        too_long = stream_size_problem(s.api, text, s.limits) if s.stream else None
+        if too_long:
+            raise ReplyRefused(f"reply refused: {too_long}")
+        problem, parsed = check_reply(s.api, s.stream, text, s.limits)
         if problem:
             # Not model behaviour: a server (or proxy) that sent something else than a reply.
             raise InfraError(f"malformed reply: {problem}: {text[:120]!r}")
@@ -238,8 +259,16 @@ class ChatClient:
             response = httpx.Response(
                 status, content=content, request=httpx.Request("POST", url, json=body)
             )
-            raise classify_http_error(response, request.model)
+            return self._error_reply(request, response)
         return self._reply_of(content.decode("utf-8", "replace"), parsed)
+
+    def _error_reply(self, request: ChatRequest, response: httpx.Response) -> ChatReply:
+        """The reply of an error status: a tool call the server could not parse is the
+        model's turn (``unparsed``, never retried); any other error is raised, classified."""
+        unparsed = unparsed_status(response.status_code, response.content)
+        if unparsed is None:
+            raise classify_http_error(response, request.model)
+        return ChatReply(content="", unparsed=unparsed, raw={"status": response.status_code})
 
     def _reply_of(self, text: str, parsed: Any = None) -> ChatReply:
         """A successful reply body (whole, or a stream) for the configured API.

@@ -25,6 +25,12 @@ class InfraError(ClientError):
     """Server error, timeout or refused connection: never the model's fault; retried."""
 
 
+class ReplyRefused(InfraError):
+    """A reply the client will not read (larger than its cap, compressed although the
+    request asked for none, a stream past its caps): infra, but not retried, since asking
+    again brings the same."""
+
+
 class Unreachable(InfraError):
     """Nothing answered at the server's address (connection refused, unknown host)."""
 
@@ -45,6 +51,21 @@ class ThinkingUnsupported(Unsupported):
     """The server refuses ``think`` for this model (Ollama: 400 ``does not support thinking``)."""
 
 
+class FormatUnsupported(Unsupported):
+    """The server could not turn the request's ``format`` JSON Schema into a grammar (a
+    keyword its conversion refuses: an unanchored ``pattern`` on Ollama 0.11.4, a ``$ref``
+    that leaves the document): it cannot constrain this reply, which is no model answer."""
+
+
+# What the two schema-to-grammar paths answer when a schema cannot be converted: Ollama up
+# to 0.29 (cgo, ``llm/server.go``: HTTP 500) and llama.cpp's converter behind llama-server
+# and Ollama 0.30 and later (HTTP 400, the converter's reason after it).
+FORMAT_REFUSALS: tuple[str, ...] = (
+    "invalid json schema in format",
+    "json schema conversion failed",
+)
+
+
 class RequestRejected(ClientError):
     """Any other 4xx: the request itself is wrong."""
 
@@ -58,19 +79,61 @@ class NotRecorded(CassetteProblem):
 
 
 class StaleCassette(CassetteProblem):
-    """The cassette was recorded for a different request."""
+    """The cassette was recorded for a different request.
+
+    ``parts`` names the parts of the fingerprint that changed (``tools``, ``system prompt``,
+    ...) when the fingerprint told; ``recorded`` and ``asked`` are the recorded request body
+    and the one asked now (parsed, redacted alike) when a request was compared with the
+    recording, so that whoever reports it can say in words what changed in them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        parts: tuple[str, ...] = (),
+        recorded: object = None,
+        asked: object = None,
+        said: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.parts = parts
+        self.recorded = recorded
+        self.asked = asked
+        self.said = said  # what changed in words, when whoever raised it knows
+
+    def reworded(
+        self, message: str, recorded: object = None, asked: object = None
+    ) -> StaleCassette:
+        """The same problem in other words (a hint added), keeping what it knows; the request
+        bodies given here fill in those it does not have yet."""
+        return StaleCassette(
+            message,
+            self.parts,
+            self.recorded if self.recorded is not None else recorded,
+            self.asked if self.asked is not None else asked,
+            self.said,
+        )
 
 
 class CorruptCassette(CassetteProblem):
     """The cassette file cannot be read."""
 
 
+class CassetteNotWritten(CassetteProblem):
+    """A recording could not be written (a full disk, a read-only folder); the cassette that
+    was there before is left as it was."""
+
+
 def _error_message(response: httpx.Response) -> str:
     """The server's own error text, from Ollama's or OpenAI's error shape."""
+    return _message_of(response.text, response.status_code)
+
+
+def _message_of(text: str, status: int) -> str:
     try:
-        body = load_json(response.text)
+        body = load_json(text)
     except ValueError:
-        return response.text.strip()[:300] or f"HTTP {response.status_code}"
+        return text.strip()[:300] or f"HTTP {status}"
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict):
@@ -88,6 +151,12 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
     message = _error_message(response)
     lowered = message.lower()
     where = response.request.url.netloc.decode("ascii", "replace")
+    if status in (400, 500) and any(r in lowered for r in FORMAT_REFUSALS):
+        if message.startswith("{"):
+            # Ollama 0.30 and later hand llama-server's error object on as their own text.
+            message = _message_of(message, status)
+        shown = " ".join(message.split())[:300]
+        return FormatUnsupported(f"the server cannot constrain the reply to the format: {shown}")
     if status >= 500 or status == 429:
         return InfraError(f"HTTP {status} from {redact_url(str(response.request.url))}: {message}")
     if status == 404 and "page not found" in lowered:

@@ -7,6 +7,7 @@ from typing import Any
 from pytest_cardprobe.types import ChatReply, ChatRequest
 from pytest_cardprobe.wire.calls import ollama_call
 from pytest_cardprobe.wire.errors import InfraError
+from pytest_cardprobe.wire.forcing import calls_format
 
 PATH = "/api/chat"
 # Ollama's ``think`` takes a boolean, or a level for models that have levels (gpt-oss).
@@ -18,7 +19,9 @@ def ollama_body(request: ChatRequest, *, stream: bool, keep_alive: str) -> dict[
 
     ``think`` is always sent, ``false`` when thinking is off: Ollama 0.12.4 and later think
     by default for a model that can, so leaving it out would change what is measured with
-    the server's version.
+    the server's version. Ollama has no ``tool_choice``: a request that must call (its
+    ``tool_choice`` set) carries the ``format`` of its calls instead
+    (:func:`~pytest_cardprobe.wire.forcing.calls_format`), in place of any other format.
     """
     body: dict[str, Any] = {
         "model": request.model,
@@ -29,6 +32,8 @@ def ollama_body(request: ChatRequest, *, stream: bool, keep_alive: str) -> dict[
         "options": dict(request.options),
     }
     fmt = body["options"].pop("format", None)
+    if request.tool_choice and request.tools:
+        fmt = calls_format(request.tools)
     if fmt is not None:
         body["format"] = fmt
     if request.tools:

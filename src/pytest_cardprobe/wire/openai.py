@@ -12,7 +12,8 @@ PATH = "/v1/chat/completions"
 
 def openai_body(request: ChatRequest, *, stream: bool) -> dict[str, Any]:
     """The JSON body of ``request``: sampling options move to the top level, Ollama-only
-    ones (``num_ctx``, ...) are dropped, ``format`` becomes ``response_format``."""
+    ones (``num_ctx``, ...) are dropped, ``format`` becomes ``response_format``, and a
+    request that must call sends its ``tool_choice`` (``"required"``)."""
     body: dict[str, Any] = {
         "model": request.model,
         "messages": request.messages,
@@ -24,8 +25,9 @@ def openai_body(request: ChatRequest, *, stream: bool) -> dict[str, Any]:
     if "num_predict" in opts:
         body["max_tokens"] = opts.pop("num_predict")
     # These have no Ollama equivalent in ``options`` but are part of the OpenAI
-    # request; a suite or the adjust hook sets them through the options.
-    for key in ("seed", "stop", "tool_choice"):
+    # request; a suite or the adjust hook sets them through the options (``max_tokens``,
+    # OpenAI's own name of the cap, wins over ``num_predict``: dropping it sent no cap).
+    for key in ("seed", "stop", "tool_choice", "max_tokens"):
         if key in opts:
             body[key] = opts.pop(key)
     fmt = opts.pop("format", None)
@@ -38,6 +40,9 @@ def openai_body(request: ChatRequest, *, stream: bool) -> dict[str, Any]:
         }
     if request.tools:
         body["tools"] = request.tools
+        if request.tool_choice:
+            # What an application sends; Ollama's /v1 drops it (it has no tool_choice).
+            body["tool_choice"] = request.tool_choice
     if request.think != "off":
         # OpenAI's effort levels; plain "on" asks for the usual middle one.
         body["reasoning_effort"] = "medium" if request.think == "on" else request.think

@@ -8,11 +8,54 @@ string, a ``content`` that is a number).
 
 from __future__ import annotations
 
+import itertools
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_cardprobe.jsonread import load_json
+from pytest_cardprobe.wire.unparsed import error_line
 
 CHAT_PATHS = {"/api/chat": "ollama", "/v1/chat/completions": "openai"}
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """The most a streamed reply may hold: lines (any, blank ones and SSE comments too)
+    and chunks (NDJSON objects, SSE ``data:`` events). A real reply sends one chunk per
+    token or so (two lines for SSE); the byte cap of a reply is the transport's."""
+
+    lines: int = 300_000
+    chunks: int = 100_000
+
+
+#: The ini keys of the limits, named in the refusals.
+LINES_KEY, CHUNKS_KEY = "cardprobe_max_stream_lines", "cardprobe_max_stream_chunks"
+
+
+# Every line break ``str.splitlines`` splits at, which is how a stream is read.
+_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def stream_size_problem(api: str, text: str, limits: StreamLimits) -> str | None:
+    """What makes a streamed reply too long to read, or None: counted before anything is
+    parsed, on the stream as sent (what follows its end too), in time bounded by the limits
+    rather than by the text."""
+    found = sum(1 for _ in itertools.islice(_BREAK.finditer(text), limits.lines + 1))
+    # As many lines as splitlines() gives: one more than the breaks unless a break ends it.
+    lines = found + int(bool(text) and _BREAK.fullmatch(text[-1]) is None)
+    if lines > limits.lines:
+        return f"stream of more than {limits.lines} lines ({LINES_KEY})"
+    if lines <= limits.chunks:
+        return None  # no more lines than the chunk limit: no more chunks either
+    every = text.splitlines()
+    if api == "openai":
+        chunks = sum(1 for line in every if line.startswith("data:"))
+    else:
+        chunks = sum(1 for line in every if line.strip())
+    if chunks > limits.chunks:
+        return f"stream of more than {limits.chunks} chunks ({CHUNKS_KEY})"
+    return None
 
 
 def chat_api(path: str) -> str | None:
@@ -64,8 +107,8 @@ def _message_problem(message: Any, where: str, api: str, stream: bool) -> str | 
 def _ollama_chunk_problem(chunk: Any, where: str, stream: bool) -> str | None:
     if not isinstance(chunk, dict):
         return f"{where} is {_type(chunk)}, not an object"
-    if isinstance(chunk.get("error"), str) and stream:
-        return None  # an error line: the client turns it into infra
+    if stream and (isinstance(chunk.get("error"), str) or error_line(chunk) is not None):
+        return None  # an error line: the client reads it (infra, or a call left unparsed)
     if "message" not in chunk:
         return f"{where} has no message"
     done = chunk.get("done")
@@ -111,10 +154,13 @@ def reply_problem(api: str, stream: bool, text: str) -> str | None:
     return check_reply(api, stream, text)[0]
 
 
-def check_reply(api: str, stream: bool, text: str) -> tuple[str | None, Any]:
+def check_reply(
+    api: str, stream: bool, text: str, limits: StreamLimits | None = None
+) -> tuple[str | None, Any]:
     """``(problem, body)``: :func:`reply_problem`, and a whole reply's parsed JSON (else None).
 
-    The body comes back so that a checked reply is not parsed a second time.
+    The body comes back so that a checked reply is not parsed a second time. A stream is
+    first held to ``limits`` (:func:`stream_size_problem`; the defaults when None).
     """
     if not stream:
         try:
@@ -124,10 +170,14 @@ def check_reply(api: str, stream: bool, text: str) -> tuple[str | None, Any]:
         if api == "openai":
             return _openai_chunk_problem(body, "reply", False), body
         return _ollama_chunk_problem(body, "reply", False), body
-    return _stream_problem(api, text), None
+    too_long = stream_size_problem(api, text, limits or StreamLimits())
+    return too_long or _stream_problem(api, text), None
 
 
 def _stream_problem(api: str, text: str) -> str | None:
+    """The first problem of a stream up to where a client stops reading it: Ollama's first
+    ``done: true`` chunk, OpenAI's ``data: [DONE]``. What a server sends after that is no
+    part of the reply, so it is neither checked nor read."""
     count = 0
     for number, line in enumerate(text.splitlines(), 1):
         if api == "openai":
@@ -135,7 +185,7 @@ def _stream_problem(api: str, text: str) -> str | None:
                 continue
             line = line[5:].strip()
             if line == "[DONE]":
-                continue
+                break
         elif not line.strip():
             continue
         count += 1
@@ -147,6 +197,8 @@ def _stream_problem(api: str, text: str) -> str | None:
         problem = check(chunk, f"stream line {number}", True)
         if problem:
             return problem
+        if api == "ollama" and chunk.get("done") is True:
+            break
     if not count:
         return "stream holds no events"
     return None

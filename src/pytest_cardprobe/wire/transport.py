@@ -17,13 +17,17 @@ import functools
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import httpcore
 import httpx
 
 from pytest_cardprobe.wire.deadline import Deadline
+from pytest_cardprobe.wire.errors import ReplyRefused
+
+#: The ini key of the reply cap, named in the refusal.
+MAX_REPLY_KEY = "cardprobe_max_reply_mb"
 
 
 class DeadlineStream(httpcore.NetworkStream):
@@ -87,6 +91,67 @@ class DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MB"
+
+
+class CappedBody:
+    """A reply body that stops being read one byte past ``limit``: what arrives is counted
+    as it comes off the connection, below httpx's decoding and vcrpy's recording."""
+
+    def __init__(self, inner: Iterable[bytes], limit: int, where: str) -> None:
+        self._inner, self._limit, self._where = inner, limit, where
+
+    def __iter__(self) -> Iterator[bytes]:
+        seen = 0
+        for part in self._inner:
+            seen += len(part)
+            if seen > self._limit:
+                raise ReplyRefused(_too_large(self._where, self._limit))
+            yield part
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+
+def _too_large(where: str, limit: int) -> str:
+    # Short: the start of it is the sample's label. The server is in the test's report.
+    return f"reply refused: larger than the {_megabytes(limit)} cap ({MAX_REPLY_KEY})"
+
+
+def _header(response: httpcore.Response, name: bytes) -> list[str]:
+    return [v.decode("latin-1").strip() for k, v in response.headers if k.lower() == name]
+
+
+def capped(handle: Any, limit: int, where: str) -> Any:
+    """``handle`` (a connection pool's ``handle_request``) whose replies are refused when
+    compressed (the client asks for none: an inflated size cannot be bounded before it is
+    inflated, and vcrpy inflates whole) and cut one byte past ``limit``."""
+
+    def handle_request(request: httpcore.Request) -> httpcore.Response:
+        response: httpcore.Response = handle(request)
+        listed = (e.strip() for v in _header(response, b"content-encoding") for e in v.split(","))
+        encodings = [e for e in listed if e and e.lower() != "identity"]
+        if encodings:
+            response.close()
+            # Short, since its start is the sample's label; docs/design.md §7 says why.
+            raise ReplyRefused(
+                f"reply refused: compressed ({', '.join(encodings)}) though asked for none "
+                "(Accept-Encoding: identity)"
+            )
+        declared = _header(response, b"content-length")
+        if declared and declared[0].isdigit() and int(declared[0]) > limit:
+            response.close()
+            raise ReplyRefused(_too_large(where, limit))
+        assert isinstance(response.stream, Iterable)  # a sync pool's
+        response.stream = CappedBody(response.stream, limit, where)
+        return response
+
+    return handle_request
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One TLS context per process (loading the CA bundle costs ~0.15 s per context)."""
@@ -104,9 +169,12 @@ def env_proxy(url: str) -> str | None:
     return proxy
 
 
-def deadline_transport(deadline: Deadline, url: str) -> httpx.HTTPTransport:
+def deadline_transport(
+    deadline: Deadline, url: str, max_reply_bytes: int | None = None
+) -> httpx.HTTPTransport:
     """httpx's transport for ``url`` (through the environment's proxy, if any) whose
-    connections all keep to ``deadline``."""
+    connections all keep to ``deadline``, and whose replies are read up to
+    ``max_reply_bytes`` and never compressed (:func:`capped`)."""
     transport = httpx.HTTPTransport(verify=_ssl_context(), proxy=env_proxy(url))
     # httpx builds its connection pool without a way to pass httpcore's network backend,
     # so it is wrapped in place; a unit test fails if a new httpx moves these attributes.
@@ -115,4 +183,8 @@ def deadline_transport(deadline: Deadline, url: str) -> httpx.HTTPTransport:
     if inner is None:
         raise RuntimeError("httpx changed: no network backend to put the request deadline under")
     pool._network_backend = DeadlineBackend(inner, deadline)  # type: ignore[union-attr]
+    if max_reply_bytes is not None:
+        # Below httpx.HTTPTransport.handle_request, which vcrpy patches to record: a reply
+        # is refused or cut before vcrpy reads (and would inflate) it.
+        pool.handle_request = capped(pool.handle_request, max_reply_bytes, url)  # type: ignore[union-attr]
     return transport

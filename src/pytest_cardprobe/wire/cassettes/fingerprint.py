@@ -47,6 +47,9 @@ def fingerprint(
     if request.think != "off":
         # Only when asked for: recordings made before thinking existed stay valid.
         parts["thinking"] = request.think
+    if request.tool_choice:
+        # The same: only a request that must call has it (the required condition).
+        parts["tool choice"] = request.tool_choice
     return parts
 
 
@@ -66,7 +69,9 @@ def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str
     if recorded is None:
         raise StaleCassette(f"stale cassette {shown(path)}: it has no cardprobe fingerprint")
     changed = [k for k in expected if recorded.get(k) != expected[k]]
-    changed += [k for k in ("thinking",) if k in recorded and k not in expected]
+    changed += [k for k in ("thinking", "tool choice") if k in recorded and k not in expected]
     if changed:
         what = ", ".join(changed)
-        raise StaleCassette(f"stale cassette {shown(path)}: {what} changed since recording")
+        raise StaleCassette(
+            f"stale cassette {shown(path)}: {what} changed since recording", tuple(changed)
+        )

@@ -86,9 +86,7 @@ class CassettePlayer:
         raw = recorded.get("body")
         if raw == content:
             return True  # the same text: the same JSON, without parsing either
-        if index not in self._bodies:
-            self._bodies[index] = request_meaning(raw)
-        if self._bodies[index] == meaning():
+        if self._body(index) == meaning():
             self._loose.add(index)
             return True
         return False
@@ -123,7 +121,9 @@ class CassettePlayer:
                 try:
                     check_fingerprint(self.path, self.data, self.prints())
                 except StaleCassette as exc:
-                    raise StaleCassette(f"{exc}; re-record with: {self.hint}") from None
+                    raise exc.reworded(
+                        f"{exc}; re-record with: {self.hint}", self._body(index), meaning()
+                    ) from None
             played[index] = True
             return index
         if any(self._matches(i, method, path, content, meaning) for i in range(count)):
@@ -136,25 +136,32 @@ class CassettePlayer:
     def mismatch(self, method: str, path: str, content: str) -> StaleCassette:
         """The error for a request that matches no interaction: the parts of the request that
         changed since recording when the fingerprint tells, else the first difference."""
+        recorded = self._body(0) if self.interactions else None
+        asked = redact_fields(request_meaning(content), self.redact)
         if self.prints is not None:
             try:
                 check_fingerprint(self.path, self.data, self.prints())
             except StaleCassette as exc:
-                return StaleCassette(f"{exc}; re-record with: {self.hint}")
+                return exc.reworded(f"{exc}; re-record with: {self.hint}", recorded, asked)
         why = "the request no longer matches the recording"
         if self.interactions:
-            recorded = self.interactions[0]["request"]
+            first = self.interactions[0]["request"]
             want = (
-                str(recorded.get("method", "")).upper(),
-                urllib.parse.urlsplit(str(recorded.get("uri", ""))).path,
+                str(first.get("method", "")).upper(),
+                urllib.parse.urlsplit(str(first.get("uri", ""))).path,
             )
-            if want[0] != method or not same_path(recorded.get("uri"), path):
+            if want[0] != method or not same_path(first.get("uri"), path):
                 why += f" (recorded {want[0]} {want[1]}, asked {method} {path})"
             else:
-                diff = first_difference(
-                    redact_fields(request_meaning(content), self.redact),
-                    request_meaning(recorded.get("body")),
-                )
+                diff = first_difference(asked, self._body(0))
                 why += f" ({diff[:200]})"
         where = shown(self.path)
-        return StaleCassette(f"stale cassette {where}: {why}; re-record with: {self.hint}")
+        return StaleCassette(
+            f"stale cassette {where}: {why}; re-record with: {self.hint}", (), recorded, asked
+        )
+
+    def _body(self, index: int) -> Any:
+        """The recorded request body of interaction ``index``, parsed (once)."""
+        if index not in self._bodies:
+            self._bodies[index] = request_meaning(self.interactions[index]["request"].get("body"))
+        return self._bodies[index]

@@ -13,6 +13,7 @@ from pytest_cardprobe.wire.cassettes.fingerprint import Prints
 from pytest_cardprobe.wire.cassettes.format import Recording
 from pytest_cardprobe.wire.cassettes.record import Record
 from pytest_cardprobe.wire.cassettes.replay import Replay
+from pytest_cardprobe.wire.shapes import StreamLimits
 
 RECORD_MODES = ("none", "once", "stale", "rewrite")
 
@@ -29,11 +30,16 @@ class RecordMissing:
     live = True
 
     def __init__(
-        self, mode: str, *, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
+        self,
+        mode: str,
+        *,
+        max_bytes: int = DEFAULT_MAX_FILE_MB * MB,
+        redact: Sequence[str] = (),
+        limits: StreamLimits | None = None,
     ) -> None:
         self.mode = mode
-        self._replay = Replay(max_bytes, redact)
-        self._record = Record(redact)
+        self._replay = Replay(max_bytes, redact, limits)
+        self._record = Record(redact, max_bytes)
         # What records() said per cassette, for the open() that follows it: open has no
         # request to match, and the cassette is not read twice to decide.
         self._decided: dict[Path, bool] = {}
@@ -93,11 +99,18 @@ Backend = Replay | Record | RecordMissing
 
 
 def backend_for(
-    record_mode: str, *, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
+    record_mode: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_FILE_MB * MB,
+    redact: Sequence[str] = (),
+    limits: StreamLimits | None = None,
 ) -> Backend:
-    """The backend of a record mode: ``none`` replays, ``rewrite`` records every test."""
+    """The backend of a record mode: ``none`` replays, ``rewrite`` records every test.
+
+    ``max_bytes`` caps a cassette file both ways: replay reads none larger, and a recording
+    larger is not written (replay would refuse it); ``limits`` hold recorded streams."""
     if record_mode == "none":
-        return Replay(max_bytes, redact)
+        return Replay(max_bytes, redact, limits)
     if record_mode == "rewrite":
-        return Record(redact)
-    return RecordMissing(record_mode, max_bytes=max_bytes, redact=redact)
+        return Record(redact, max_bytes)
+    return RecordMissing(record_mode, max_bytes=max_bytes, redact=redact, limits=limits)

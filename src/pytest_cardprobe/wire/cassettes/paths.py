@@ -53,9 +53,17 @@ def _resolved_inside(folder: str, root: str) -> bool:
 def _below(root: Path, *parts: str) -> Path:
     path = root.joinpath(*parts)
     # path_part makes this impossible; the check is the last line of defence if it changes.
-    # The folder is resolved, not the file: a cassette may be a link the user made.
     if path.name in ("", ".", "..") or not _folder_inside(str(path.parent), str(root)):
         raise CassetteProblem(f"cassette path {path} would leave the cassette folder {root}")
+    # A cassette may be a link the user made, but only to a file inside the cassette folder:
+    # a recording writes through it, and a link out of the folder (or a dangling one, which
+    # would create its target) would write outside the project.
+    if os.path.islink(path) and not _resolved_inside(str(path), str(root)):
+        raise CassetteProblem(
+            f"cassette {path} is a symbolic link to {os.readlink(path)}, which is outside the "
+            f"cassette folder {root}; cardprobe neither reads nor records through it: remove "
+            "the link (or put the file itself in its place)"
+        )
     return path
 
 

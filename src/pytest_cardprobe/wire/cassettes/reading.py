@@ -22,32 +22,100 @@ from pytest_cardprobe.jsonread import MAX_JSON_DEPTH, long_number, too_deep
 from pytest_cardprobe.wire.body import parsed_body
 from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, VCR_VERSION
 from pytest_cardprobe.wire.errors import CassetteProblem, CorruptCassette, NotRecorded
-from pytest_cardprobe.wire.shapes import chat_api, check_reply
+from pytest_cardprobe.wire.shapes import StreamLimits, chat_api, check_reply
+
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+#: The most nodes a YAML cassette may stand for once its aliases are expanded: a few nested
+#: aliases (an alias bomb) make a 9 KB file a structure of billions of nodes once anything
+#: walks it. A real cassette has tens of nodes per interaction (its bodies are single
+#: strings), and yaml.safe_dump writes an alias for an interaction listed twice.
+MAX_YAML_NODES = 200_000
+
+
+class _BoundedAliases(_BASE_LOADER):  # type: ignore[misc]
+    """PyYAML's safe loader that refuses a document whose aliases expand past
+    :data:`MAX_YAML_NODES` (or that refers to itself), measured on the composed node graph
+    before anything is built. The plugin writes cassettes as JSON, which has no aliases."""
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_NODES:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"its aliases (*name) expand to more than {MAX_YAML_NODES:,} values (an alias "
+                "bomb)",
+                node.start_mark,
+            )
+        return self.construct_document(node)
+
+
+def _expanded_size(root: Any) -> int:
+    """How many nodes ``root`` stands for with every alias expanded (one pass per distinct
+    node; a node on its own path, an alias of itself, counts as unbounded)."""
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if children_done:
+            on_path.discard(key)
+            size[key] = min(1 + sum(size[id(c)] for c in children), MAX_YAML_NODES + 1)
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            return MAX_YAML_NODES + 1  # a recursive structure
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in size)
+    return size[id(root)]
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
 
 
 def _load(text: str) -> Any:
-    """A cassette's data: JSON when it is (what this plugin writes), else YAML."""
+    """A cassette's data: JSON when it is (what this plugin writes), else YAML whose aliases
+    stay within :data:`MAX_YAML_NODES`."""
     if text.startswith("{"):
         try:
             return json.loads(text)
         except ValueError:
             pass  # YAML's flow style but not JSON: the YAML reader decides, naming the line
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)
+    return yaml.load(text, Loader=_BoundedAliases)
 
 
 def read_cassette(
-    path: Path, hint: str = "pytest --live", max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+    path: Path,
+    hint: str = "pytest --live",
+    max_bytes: int = DEFAULT_MAX_FILE_MB * MB,
+    limits: StreamLimits | None = None,
 ) -> dict[str, Any]:
     """Read and check one cassette file; raise :class:`CassetteProblem` with the file named."""
-    return checked_cassette(path, hint, max_bytes)[0]
+    return checked_cassette(path, hint, max_bytes, limits)[0]
 
 
 def checked_cassette(
-    path: Path, hint: str = "pytest --live", max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+    path: Path,
+    hint: str = "pytest --live",
+    max_bytes: int = DEFAULT_MAX_FILE_MB * MB,
+    limits: StreamLimits | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
     """:func:`read_cassette`, and each interaction's reply JSON as checked (None for a stream
-    or an error status), so that replay does not parse a reply twice."""
+    or an error status), so that replay does not parse a reply twice. A recorded stream is
+    held to ``limits`` as a live one is (the defaults when None)."""
     try:
         text = read_capped(path, max_bytes).decode("utf-8")
     except FileNotFoundError:
@@ -80,8 +148,10 @@ def checked_cassette(
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None)
+        why = problem if isinstance(problem, str) and "alias" in problem else "not valid YAML"
         raise CorruptCassette(
-            f"corrupt cassette {shown(path)}:{where} not valid YAML; re-record it: {hint}"
+            f"corrupt cassette {shown(path)}:{where} {why}; re-record it: {hint}"
         ) from None
     if not isinstance(data, dict):
         raise CorruptCassette(
@@ -100,6 +170,9 @@ def checked_cassette(
             f"corrupt cassette {shown(path)}: its metadata is not a mapping with a "
             f"{METADATA_KEY} mapping; re-record it: {hint}"
         )
+    problem = metadata_problem(metadata.get(METADATA_KEY) or {})
+    if problem:
+        raise CorruptCassette(f"corrupt cassette {shown(path)}: {problem}; re-record it: {hint}")
     interactions = data.get("interactions")
     if not isinstance(interactions, list):
         raise CorruptCassette(
@@ -109,7 +182,7 @@ def checked_cassette(
     replies = []
     asked_to_stream = _stream_memo()
     for index, interaction in enumerate(interactions):
-        problem, reply = _interaction_problem(interaction, asked_to_stream)
+        problem, reply = _interaction_problem(interaction, asked_to_stream, limits)
         if problem:
             raise CorruptCassette(
                 f"corrupt cassette {shown(path)}: interaction {index + 1}: {problem}; "
@@ -119,8 +192,49 @@ def checked_cassette(
     return data, replies
 
 
+#: What each metadata entry the plugin reads must be: text, a whole number, or a mapping of
+#: text to text. A value of another type would become a skip reason, a report's message or a
+#: fingerprint compared as something it is not.
+_METADATA_TYPES: dict[str, str] = {
+    "format": "int",
+    "unsupported": "text",
+    "suite_file": "text",
+    "recorded": "text",
+    "fingerprint": "mapping",
+    "model": "mapping",
+    "server": "mapping",
+}
+_TYPE_WORDS = {"int": "a whole number", "text": "text", "mapping": "a mapping of text to text"}
+
+
+def metadata_problem(meta: dict[str, Any]) -> str | None:
+    """What is wrong with the types of a cassette's ``cardprobe`` metadata, or None.
+
+    Keys the plugin does not know are left alone (a later version may add some); the ones
+    it reads must have their type, so none of them reaches a message or a comparison as a
+    list, a number or a nested structure.
+    """
+    for key, kind in _METADATA_TYPES.items():
+        if key not in meta:
+            continue
+        value = meta[key]
+        if kind == "int":
+            fine = isinstance(value, int) and not isinstance(value, bool)
+        elif kind == "text":
+            fine = isinstance(value, str)
+        else:
+            fine = isinstance(value, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+            )
+        if not fine:
+            return (
+                f"metadata {METADATA_KEY}.{key} is {type(value).__name__}, not {_TYPE_WORDS[kind]}"
+            )
+    return None
+
+
 def _interaction_problem(
-    interaction: Any, asked_to_stream: Callable[[Any], bool]
+    interaction: Any, asked_to_stream: Callable[[Any], bool], limits: StreamLimits | None = None
 ) -> tuple[str | None, Any]:
     """What is wrong with one recorded interaction for replay to serve it (None when
     nothing is), and the JSON of its reply when that is a whole 2xx chat reply.
@@ -138,7 +252,7 @@ def _interaction_problem(
         return None, None
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8")  # _shape_problem made sure it is UTF-8
-    return check_reply(api, asked_to_stream(request.get("body")), raw)
+    return check_reply(api, asked_to_stream(request.get("body")), raw, limits)
 
 
 @functools.lru_cache(maxsize=256)

@@ -4,12 +4,13 @@ atomically when a test ends, and only when its calls were model behaviour."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.files import write_atomically
+from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MAX_FILE_KEY, MB, shown, write_atomically
 from pytest_cardprobe.wire.body import FirstRequest, parsed_body
 from pytest_cardprobe.wire.cassettes.fingerprint import Prints
 from pytest_cardprobe.wire.cassettes.format import (
@@ -19,7 +20,9 @@ from pytest_cardprobe.wire.cassettes.format import (
     Recording,
     serialize_cassette,
 )
+from pytest_cardprobe.wire.errors import CassetteNotWritten, CassetteProblem
 from pytest_cardprobe.wire.redact import redact_fields, redact_url
+from pytest_cardprobe.wire.unparsed import unparsed_status
 
 
 def _scrubber(fields: Sequence[str]) -> Any:
@@ -46,8 +49,9 @@ def _scrubber(fields: Sequence[str]) -> Any:
 
 def _scrub_response(response: dict[str, Any]) -> dict[str, Any] | None:
     status = int(response.get("status", {}).get("code", 0))
-    if status >= 500 or status == 429:
-        return None  # infra, not model behaviour
+    body = (response.get("body") or {}).get("string") or b""
+    if (status >= 500 or status == 429) and unparsed_status(status, body) is None:
+        return None  # infra, not model behaviour (a call the server could not parse is)
     headers = response.get("headers") or {}
     for name in list(headers):
         if name.lower() not in KEPT_HEADERS:
@@ -58,10 +62,18 @@ def _scrub_response(response: dict[str, Any]) -> dict[str, Any] | None:
 
 
 class _LivePersister:
-    """Starts every live recording empty; saves atomically, and only when allowed."""
+    """Starts every live recording empty; saves atomically, and only when allowed and when
+    replay will read it (no larger than ``max_bytes``, ``cardprobe_max_file_mb``)."""
 
-    def __init__(self, recording: Recording) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        max_bytes: int = DEFAULT_MAX_FILE_MB * MB,
+        hint: str = "pytest --live",
+    ) -> None:
         self.recording = recording
+        self.max_bytes = max_bytes
+        self.hint = hint
 
     def load_cassette(self, cassette_path: Any, serializer: Any) -> Any:
         from vcr.persisters.filesystem import CassetteNotFoundError
@@ -70,8 +82,34 @@ class _LivePersister:
 
     def save_cassette(self, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
         if self.recording.keep:
-            write_atomically(Path(cassette_path), serialize_cassette(cassette_dict))
+            path = Path(cassette_path)
+            text = serialize_cassette(cassette_dict)
+            size = len(text.encode("utf-8"))
+            if size > self.max_bytes:
+                raise CassetteProblem(
+                    f"cassette {shown(path)} not written: at {size:,} bytes "
+                    f"it is larger than the {self.max_bytes / MB:g} MB cap replay reads "
+                    f"({MAX_FILE_KEY}); raise {MAX_FILE_KEY}, or ask fewer samples or "
+                    "shorter replies (the previous cassette is kept)"
+                )
+            try:
+                write_atomically(path, text)
+            except OSError as exc:
+                # write_atomically leaves the old file as it was (and no temporary file).
+                raise CassetteNotWritten(not_written(path, exc, self.hint)) from None
             self.recording.written = True
+
+
+def not_written(path: Path, exc: OSError, hint: str) -> str:
+    """Why a recording could not be kept, naming the file and the system's reason."""
+    reason = exc.strerror or str(exc)
+    name = errno.errorcode.get(exc.errno or 0)
+    return (
+        f"cannot write the cassette {shown(path)}: {reason}"
+        + (f" ({name})" if name else "")
+        + "; the replies of this test were not kept and the cassette is as it was. Free some "
+        f"space or make the folder writable, then re-record: {hint}"
+    )
 
 
 class Record:
@@ -79,8 +117,11 @@ class Record:
 
     live = True
 
-    def __init__(self, redact: Sequence[str] = ()) -> None:
+    def __init__(
+        self, redact: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+    ) -> None:
         self.redact = tuple(redact)
+        self.max_bytes = max_bytes
 
     def records(
         self,
@@ -110,7 +151,10 @@ class Record:
             before_record_response=_scrub_response,
         )
         with config.use_cassette(
-            str(path), record_mode="all", persister=_LivePersister(rec), drop_unused_requests=True
+            str(path),
+            record_mode="all",
+            persister=_LivePersister(rec, self.max_bytes, rerecord_hint),
+            drop_unused_requests=True,
         ) as cassette:
             rec.metadata = cassette.get_metadata(
                 METADATA_KEY,

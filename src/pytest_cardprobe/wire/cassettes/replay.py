@@ -14,6 +14,7 @@ from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, Recording
 from pytest_cardprobe.wire.cassettes.matching import CassettePlayer
 from pytest_cardprobe.wire.cassettes.reading import checked_cassette
 from pytest_cardprobe.wire.errors import CassetteProblem, StaleCassette
+from pytest_cardprobe.wire.shapes import StreamLimits
 
 
 def _recorded_body(response: Mapping[str, Any]) -> bytes:
@@ -34,11 +35,15 @@ class Replay:
     live = False
 
     def __init__(
-        self, max_bytes: int = DEFAULT_MAX_FILE_MB * MB, redact: Sequence[str] = ()
+        self,
+        max_bytes: int = DEFAULT_MAX_FILE_MB * MB,
+        redact: Sequence[str] = (),
+        limits: StreamLimits | None = None,
     ) -> None:
         self._playing: list[CassettePlayer] = []
         self.max_bytes = max_bytes
         self.redact = tuple(redact)
+        self.limits = limits
 
     def records(
         self,
@@ -55,7 +60,7 @@ class Replay:
     ) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
         """The cassette's data, checked replies and metadata, or the problem that stops
         its replay before any request (see :meth:`open`)."""
-        data, replies = checked_cassette(path, hint, self.max_bytes)
+        data, replies = checked_cassette(path, hint, self.max_bytes, self.limits)
         meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
         try:
             if fingerprint is not None:
@@ -64,7 +69,7 @@ class Replay:
                 elif not recorded_prints(data):
                     check_fingerprint(path, data, {})  # refused: it has no fingerprint
         except StaleCassette as exc:
-            raise StaleCassette(f"{exc}; re-record with: {hint}") from None
+            raise exc.reworded(f"{exc}; re-record with: {hint}") from None
         return data, replies, meta
 
     def problem(

@@ -1,4 +1,4 @@
-"""The wire as today's Ollama speaks it (issue 25 item 4), read from real exchanges.
+"""The wire as each Ollama release speaks it, read from real exchanges.
 
 Every reply below is one a real server sent: Ollama 0.11.4 (pinned), Ollama 0.33.0 (today's
 release) or llama-server, saved byte for byte under tests/unit/data/wire/ (README.md there).

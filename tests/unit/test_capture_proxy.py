@@ -1,0 +1,460 @@
+"""The capture proxy (``wire/capture``) in front of a scripted server on loopback: what the
+client gets is what the server sent, as it sends it, and what the capture file holds.
+
+The behaviour against real model servers and their official clients is in
+tests/live/test_capture_live.py; here the server is scripted so that a stream can be held
+between two events, and a reply can break, hang or never end, on demand.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from scripted_upstream import (
+    Upstream,
+    cut_after,
+    endless,
+    garbage,
+    hang,
+    json_reply,
+    running_proxy,
+    stream,
+)
+
+from pytest_cardprobe.wire.capture.format import read_capture
+from pytest_cardprobe.wire.capture.relay import Limits
+from pytest_cardprobe.wire.capture.serve import (
+    ServeProblem,
+    bind,
+    check_upstream,
+    loopback_problem,
+    parse_listen,
+)
+
+pytest.importorskip("uvicorn")
+
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": False}
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+
+def captures(folder: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def test_a_plain_reply_passes_unchanged_and_is_written_down(tmp_path: Path) -> None:
+    reply = {"message": {"role": "assistant", "content": "hello"}, "done": True}
+    with Upstream() as up:
+        up.script["/api/chat"] = json_reply(reply)
+        with running_proxy(up.url, tmp_path / "cap") as (proxy, store):
+            got = httpx.post(f"{proxy}/api/chat", json={**CHAT, "tools": TOOLS})
+    assert got.status_code == 200
+    assert got.content == b"".join(up.sent).split(b"\r\n\r\n", 1)[1]
+    assert got.headers["content-type"] == "application/json"
+    (doc,) = captures(tmp_path / "cap")
+    assert doc["cardprobe_capture"] == 1 and doc["api"] == "ollama"
+    assert doc["request"]["body"] == {**CHAT, "tools": TOOLS}
+    assert json.loads(doc["reply"]["body"]) == reply
+    assert doc["reply"]["status"] == 200 and doc["reply"]["truncated"] is False
+    assert store.written == 1 and len(store.tool_sets) == 1
+    assert (tmp_path / "cap" / ".gitignore").read_text().rstrip().endswith("*")
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "events"),
+    [
+        (
+            "/api/chat",
+            "application/x-ndjson",
+            [
+                b'{"message":{"content":"a"},"done":false}\n',
+                b'{"message":{"content":"b"},"done":true}\n',
+            ],
+        ),
+        (
+            "/v1/chat/completions",
+            "text/event-stream",
+            [b'data: {"choices":[{"delta":{"content":"a"}}]}\n\n', b"data: [DONE]\n\n"],
+        ),
+    ],
+)
+def test_a_stream_is_relayed_event_by_event_as_it_arrives(
+    tmp_path: Path, path: str, content_type: str, events: list[bytes]
+) -> None:
+    """The client holds event 1 while the server has not sent event 2: the server waits on a
+    gate the test opens only after the client read event 1 (a proxy that buffered would leave
+    the client waiting, and the server would give up and reset)."""
+    with Upstream(gate_timeout_s=10) as up:
+        second = up.gate()
+        up.script[path] = stream(content_type, events, {1: second})
+        with (
+            running_proxy(up.url, tmp_path) as (proxy, _),
+            httpx.stream("POST", proxy + path, json={**CHAT, "stream": True}) as reply,
+        ):
+            chunks = reply.iter_raw()
+            first = next(chunks)
+            assert first == events[0]
+            assert not second.is_set() and b"".join(up.sent).endswith(events[0] + b"\r\n")
+            second.set()
+            rest = b"".join(chunks)
+    assert first + rest == b"".join(events)
+    (doc,) = captures(tmp_path)
+    assert doc["reply"]["body"] == b"".join(events).decode()
+    assert doc["first_byte_seconds"] is not None
+
+
+def test_gzip_goes_through_encoded_and_is_written_decoded(tmp_path: Path) -> None:
+    reply = {"message": {"content": "zipped"}, "done": True}
+    with Upstream() as up:
+        up.script["/api/chat"] = json_reply(reply, gzipped=True)
+        with (
+            running_proxy(up.url, tmp_path) as (proxy, _),
+            httpx.stream(
+                "POST", f"{proxy}/api/chat", json=CHAT, headers={"accept-encoding": "gzip"}
+            ) as got,
+        ):
+            raw = b"".join(got.iter_raw())
+            assert got.headers["content-encoding"] == "gzip"
+    assert json.loads(gzip.decompress(raw)) == reply
+    assert up.requests[0].headers["accept-encoding"] == "gzip"
+    (doc,) = captures(tmp_path)
+    assert json.loads(doc["reply"]["body"]) == reply
+
+
+def test_the_proxy_adds_no_headers_of_its_own(tmp_path: Path) -> None:
+    with (
+        Upstream() as up,
+        running_proxy(up.url, tmp_path) as (proxy, _),
+        socket.create_connection(("127.0.0.1", int(proxy.rsplit(":", 1)[1]))) as conn,
+    ):
+        body = json.dumps(CHAT).encode()
+        conn.sendall(
+            b"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+        )
+        while conn.recv(65536):
+            pass
+    # Connection is hop-by-hop: the client's "close" is for the proxy, not passed on.
+    assert set(up.requests[0].headers) == {"host", "content-type", "content-length"}
+
+
+@pytest.mark.parametrize("status", [400, 404, 500, 503])
+def test_error_statuses_and_bodies_pass_as_they_are(tmp_path: Path, status: int) -> None:
+    with Upstream() as up:
+        up.script["/api/chat"] = json_reply({"error": "model 'x' not found"}, status=status)
+        with running_proxy(up.url, tmp_path) as (proxy, _):
+            got = httpx.post(f"{proxy}/api/chat", json=CHAT)
+    assert got.status_code == status and got.json() == {"error": "model 'x' not found"}
+    assert captures(tmp_path)[0]["reply"]["status"] == status
+
+
+def test_other_routes_pass_through_unwritten(tmp_path: Path) -> None:
+    with Upstream() as up:
+        up.script["/api/tags"] = json_reply({"models": []})
+        with running_proxy(up.url, tmp_path) as (proxy, store):
+            assert httpx.get(f"{proxy}/api/tags").json() == {"models": []}
+            assert httpx.post(f"{proxy}/api/show", json={"model": "m"}).json() == {"ok": True}
+            assert httpx.get(f"{proxy}/v1/models?x=1").json() == {"ok": True}
+    assert captures(tmp_path) == [] and store.passed_through == 3
+    assert [r.path for r in up.requests] == ["/api/tags", "/api/show", "/v1/models?x=1"]
+
+
+def test_an_upstream_that_does_not_answer_is_a_clear_gateway_error(tmp_path: Path) -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{free.getsockname()[1]}"
+    with running_proxy(dead, tmp_path) as (proxy, store):
+        ollama = httpx.post(f"{proxy}/api/chat", json=CHAT)
+        openai = httpx.post(f"{proxy}/v1/chat/completions", json=CHAT)
+    assert (
+        ollama.status_code == 502 and "cannot reach the upstream server" in ollama.json()["error"]
+    )
+    assert openai.status_code == 502
+    assert "cannot reach" in openai.json()["error"]["message"]
+    docs = captures(tmp_path)
+    assert [d["reply"]["status"] for d in docs] == [502, 502] and all(d["error"] for d in docs)
+    assert store.failed == 2
+
+
+def test_an_upstream_that_hangs_is_a_gateway_timeout(tmp_path: Path) -> None:
+    with Upstream() as up:
+        release = up.gate()
+        up.script["/api/chat"] = hang(release)
+        with running_proxy(up.url, tmp_path, Limits(read_timeout_s=0.5)) as (proxy, _):
+            got = httpx.post(f"{proxy}/api/chat", json=CHAT, timeout=10)
+        release.set()
+    assert got.status_code == 504 and "did not answer within" in got.json()["error"]
+
+
+def test_garbage_from_the_upstream_is_a_bad_gateway(tmp_path: Path) -> None:
+    with Upstream() as up:
+        up.script["/api/chat"] = garbage(b"\x00\xffnot http at all\r\n\r\n")
+        with running_proxy(up.url, tmp_path) as (proxy, _):
+            got = httpx.post(f"{proxy}/api/chat", json=CHAT, timeout=10)
+    assert got.status_code == 502 and "cannot reach" in got.json()["error"]
+
+
+def test_a_reply_cut_by_the_upstream_is_cut_for_the_client_too(tmp_path: Path) -> None:
+    events = [b'{"message":{"content":"a"},"done":false}\n']
+    with Upstream() as up:
+        up.script["/api/chat"] = cut_after("application/x-ndjson", events)
+        with running_proxy(up.url, tmp_path) as (proxy, _):
+            received = b""
+            with (
+                pytest.raises(httpx.HTTPError),
+                httpx.stream("POST", f"{proxy}/api/chat", json=CHAT, timeout=10) as got,
+            ):
+                for chunk in got.iter_raw():
+                    received += chunk
+    assert received == events[0]
+    (doc,) = captures(tmp_path)
+    assert doc["reply"]["body"] == events[0].decode() and "broke after" in doc["error"]
+
+
+def test_a_never_ending_stream_is_captured_bounded_while_the_client_gets_every_byte(
+    tmp_path: Path,
+) -> None:
+    line = b'{"message":{"content":"' + b"x" * 200 + b'"},"done":false}\n'
+    with Upstream() as up:
+        stop = up.gate()
+        up.script["/api/chat"] = endless(line, stop)
+        with running_proxy(up.url, tmp_path, Limits(max_capture_bytes=4096)) as (proxy, store):
+            got = 0
+            with httpx.stream("POST", f"{proxy}/api/chat", json=CHAT, timeout=10) as reply:
+                for chunk in reply.iter_raw():
+                    got += len(chunk)
+                    if got > 200_000:
+                        break  # the client hangs up: the relay stops at once
+            stop.set()
+    assert got > 200_000
+    (doc,) = captures(tmp_path)
+    assert doc["reply"]["truncated"] is True and len(doc["reply"]["body"]) <= 4096
+    assert doc["reply"]["bytes"] >= 4096 and "client went away" in doc["error"]
+    assert store.written == 1
+
+
+def test_concurrent_streams_are_served_together(tmp_path: Path) -> None:
+    """Two streams held open at once: neither waits for the other."""
+    with Upstream() as up:
+        gates = {name: up.gate() for name in ("a", "b")}
+        events = {n: [f'{{"n":"{n}1"}}\n'.encode(), f'{{"n":"{n}2"}}\n'.encode()] for n in gates}
+
+        def by_model(upstream, request, wfile, conn):  # type: ignore[no-untyped-def]
+            name = request.json()["model"]
+            stream("application/x-ndjson", events[name], {1: gates[name]})(
+                upstream, request, wfile, conn
+            )
+
+        up.script["/api/chat"] = by_model
+        with (
+            running_proxy(up.url, tmp_path) as (proxy, store),
+            httpx.stream("POST", f"{proxy}/api/chat", json={**CHAT, "model": "a"}) as a,
+            httpx.stream("POST", f"{proxy}/api/chat", json={**CHAT, "model": "b"}) as b,
+        ):
+            ita, itb = a.iter_raw(), b.iter_raw()
+            assert next(ita) == events["a"][0] and next(itb) == events["b"][0]
+            gates["b"].set()
+            assert b"".join(itb) == events["b"][1]
+            gates["a"].set()
+            assert b"".join(ita) == events["a"][1]
+    assert store.written == 2
+
+
+def test_a_request_over_the_limit_is_refused_without_asking_the_upstream(tmp_path: Path) -> None:
+    with (
+        Upstream() as up,
+        running_proxy(up.url, tmp_path, Limits(max_request_bytes=1000)) as (proxy, _),
+    ):
+        got = httpx.post(f"{proxy}/api/chat", json={**CHAT, "pad": "x" * 2000})
+    assert got.status_code == 413 and "--max-request-mb" in got.json()["error"]
+    assert up.requests == []
+
+
+def test_secrets_in_headers_urls_and_bodies_never_reach_the_capture(tmp_path: Path) -> None:
+    body = {
+        **CHAT,
+        "api_key": "sk-body-secret",
+        "options": {"nested": {"password": "pw-secret"}},
+        "myfield": "custom-secret",
+    }
+    reply = {"message": {"content": "ok"}, "done": True, "token": "reply-secret"}
+    with Upstream() as up:
+        up.script["/api/chat"] = json_reply(reply)
+        upstream = up.url.replace("http://", "http://user:url-secret@")
+        with running_proxy(upstream, tmp_path, redact=("myfield",)) as (proxy, _):
+            got = httpx.post(
+                f"{proxy}/api/chat?key=query-secret",
+                json=body,
+                headers={"Authorization": "Bearer hdr-secret", "X-Api-Key": "hdr2-secret"},
+            )
+    assert got.json() == reply  # the client's own reply is not touched
+    # Headers go on to the server; credentials in the upstream URL become its Basic auth.
+    assert up.requests[0].headers["x-api-key"] == "hdr2-secret"
+    assert up.requests[0].headers["authorization"].startswith("Basic ")
+    text = "".join(p.read_text() for p in tmp_path.glob("*.json"))
+    for secret in ("sk-body", "pw-secret", "custom-secret", "reply-secret", "hdr-secret",
+                   "hdr2-secret", "url-secret", "query-secret"):  # fmt: skip
+        assert secret not in text
+
+
+def test_a_chat_route_under_a_prefix_of_the_applications_own_is_captured(tmp_path: Path) -> None:
+    with Upstream() as up:
+        up.script["/gw/v1/chat/completions"] = json_reply({"choices": []})
+        with running_proxy(up.url, tmp_path) as (proxy, store):
+            httpx.post(f"{proxy}/gw/v1/chat/completions", json=CHAT)
+            httpx.get(f"{proxy}/gw/v1/chat/completions")  # not a POST: passed through
+    assert [r.path for r in up.requests] == ["/gw/v1/chat/completions"] * 2
+    assert store.written == 1 and captures(tmp_path)[0]["api"] == "openai"
+
+
+def test_the_capture_file_reads_back(tmp_path: Path) -> None:
+    with Upstream() as up:
+        up.script["/v1/chat/completions"] = json_reply({"choices": []})
+        with running_proxy(up.url, tmp_path) as (proxy, _):
+            httpx.post(f"{proxy}/v1/chat/completions", json={**CHAT, "tools": TOOLS})
+    (path,) = tmp_path.glob("*.json")
+    read = read_capture(path, 10_000_000)
+    assert read.api == "openai" and read.request["tools"] == TOOLS and read.status == 200
+
+
+# ------------------------------------------------------------------- where it listens
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("127.0.0.1:8080", ("127.0.0.1", 8080)), ("[::1]:0", ("::1", 0)),
+     ("9000", ("127.0.0.1", 9000)), ("localhost:1", ("localhost", 1))],
+)  # fmt: skip
+def test_listen_addresses_are_read(text: str, want: tuple[str, int]) -> None:
+    assert parse_listen(text) == want
+
+
+@pytest.mark.parametrize("text", ["", "nohost", ":80", "h:port", "h:70000", "[::1]80"])
+def test_bad_listen_addresses_are_refused_in_words(text: str) -> None:
+    with pytest.raises(ServeProblem, match="--listen"):
+        parse_listen(text)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_a_listen_address_other_machines_reach_is_refused_unless_asked(host: str) -> None:
+    with pytest.raises(ServeProblem, match="--allow-remote"):
+        bind(host, 0, allow_remote=False)
+    assert loopback_problem(host) is not None
+
+
+def test_loopback_names_pass() -> None:
+    assert loopback_problem("127.0.0.1") is None and loopback_problem("localhost") is None
+
+
+def test_an_upstream_written_as_ollama_host_is_plain_http() -> None:
+    assert check_upstream("127.0.0.1:11434") == "http://127.0.0.1:11434"
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://x", "", "http://", "http://h:0", "http://h/?q=1", "http://h x", "h:99999"]
+)
+def test_bad_upstreams_are_refused_without_quoting_credentials(url: str) -> None:
+    with pytest.raises(ServeProblem) as caught:
+        check_upstream(url.replace("://", "://u:pw-secret@", 1) if "://h" in url else url)
+    assert "pw-secret" not in str(caught.value)
+
+
+# ------------------------------------------------------------------- the command
+
+
+def test_the_command_ends_on_ctrl_c_with_a_one_line_summary(tmp_path: Path) -> None:
+    with Upstream() as up:
+        up.script["/api/chat"] = json_reply({"message": {"content": "x"}, "done": True})
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest_cardprobe", "capture", "--upstream", up.url,
+             "--listen", "127.0.0.1:0", "--out", str(tmp_path / "caps")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            first = process.stdout.readline()  # type: ignore[union-attr]
+            proxy = first.split("listening on ", 1)[1].split(",", 1)[0]
+            for _ in range(2):
+                httpx.post(f"{proxy}/api/chat", json={**CHAT, "tools": TOOLS})
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, err
+    assert err == ""
+    assert out.strip().splitlines() == [
+        f"capture: 2 chat exchanges with 1 distinct tool set, 0 other request(s) passed "
+        f"through; written to {tmp_path / 'caps'}"
+    ]
+    assert len(list((tmp_path / "caps").glob("*.json"))) == 2
+
+
+def test_the_command_refuses_a_remote_listen_address_before_starting(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_cardprobe", "capture", "--upstream", "http://127.0.0.1:9",
+         "--listen", "0.0.0.0:0", "--out", str(tmp_path / "c")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--allow-remote" in done.stderr
+    assert not (tmp_path / "c").exists() or list((tmp_path / "c").glob("*.json")) == []
+
+
+def test_ctrl_c_during_a_never_ending_stream_ends_within_the_grace_time(tmp_path: Path) -> None:
+    line = b'{"message":{"content":"x"},"done":false}\n'
+    with Upstream() as up:
+        stop = up.gate()
+        up.script["/api/chat"] = endless(line, stop)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest_cardprobe", "capture", "--upstream", up.url,
+             "--listen", "127.0.0.1:0", "--out", str(tmp_path / "caps")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            first = process.stdout.readline()  # type: ignore[union-attr]
+            proxy = first.split("listening on ", 1)[1].split(",", 1)[0]
+            with httpx.stream("POST", f"{proxy}/api/chat", json=CHAT, timeout=30) as reply:
+                chunks = reply.iter_raw()
+                next(chunks)
+                process.send_signal(signal.SIGINT)
+                with pytest.raises(httpx.HTTPError):
+                    for _ in chunks:
+                        pass
+            out, err = process.communicate(timeout=30)
+        finally:
+            stop.set()
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, err
+    assert err.strip().splitlines() == [
+        "cardprobe capture: POST /api/chat: stopped before the reply ended"
+    ], err
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .startswith("capture: 1 chat exchange (1 streamed, 1 cut short) with 0 distinct tool sets")
+    )
+    (doc,) = captures(tmp_path / "caps")
+    assert doc["error"] == "capture stopped before the reply ended" and doc["reply"]["body"]
+
+
+def test_exchanges_ending_together_each_get_a_file_of_their_own(tmp_path: Path) -> None:
+    """Files are written on worker threads; 400 at once must give 400 files, not fewer."""
+    import concurrent.futures
+    import time
+
+    from pytest_cardprobe.wire.capture.store import CaptureStore, Exchange
+
+    store = CaptureStore(tmp_path, "http://127.0.0.1:9", [])
+    store.prepare()
+    exchange = Exchange("ollama", "POST", "/api/chat", time.perf_counter(), {}, b"{}", status=200)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        paths = list(pool.map(lambda _: store.write(exchange), range(400)))
+    assert len(set(paths)) == 400 and store.written == 400
+    assert len(list(tmp_path.glob("*.json"))) == 400
