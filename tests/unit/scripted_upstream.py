@@ -135,8 +135,9 @@ def chunked(data: bytes) -> bytes:
 def stream(
     content_type: str, events: list[bytes], gates: dict[int, threading.Event] | None = None
 ) -> Script:
-    """A chunked stream of ``events``; before event i it waits for ``gates[i]`` when given
-    (a gate not opened in time aborts the connection)."""
+    """A chunked stream of ``events``; before event i it waits for ``gates[i]`` when given,
+    and before the end of the body for ``gates[len(events)]`` (a gate not opened in time
+    aborts the connection)."""
 
     def script(up: Upstream, request: Request, wfile: BinaryIO, conn: socket.socket) -> None:
         up.write(wfile, head(200, {"content-type": content_type, "transfer-encoding": "chunked"}))
@@ -146,6 +147,10 @@ def stream(
                 reset(conn)
                 return
             up.write(wfile, chunked(event))
+        end = (gates or {}).get(len(events))
+        if end is not None and not end.wait(up.gate_timeout_s):
+            reset(conn)
+            return
         up.write(wfile, b"0\r\n\r\n")
 
     return script

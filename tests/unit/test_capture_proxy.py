@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -238,6 +239,33 @@ def test_a_never_ending_stream_is_captured_bounded_while_the_client_gets_every_b
     assert doc["reply"]["truncated"] is True and len(doc["reply"]["body"]) <= 4096
     assert doc["reply"]["bytes"] >= 4096 and "client went away" in doc["error"]
     assert store.written == 1
+
+
+def test_a_client_that_hangs_up_after_the_last_event_leaves_a_whole_capture(
+    tmp_path: Path,
+) -> None:
+    """The OpenAI client closes its stream once it has read ``[DONE]``, which can be before
+    the upstream's end of body arrives: that reply was whole, so its capture has no error.
+    The upstream holds its end of body until the client has been gone a while (0.3 s, under
+    the proxy's grace), so a proxy that gave up at the hang-up would write the reply as cut."""
+    events = [b'data: {"choices":[{"delta":{"content":"a"}}]}\n\n', b"data: [DONE]\n\n"]
+    with Upstream(gate_timeout_s=10) as up:
+        end = up.gate()
+        up.script["/v1/chat/completions"] = stream("text/event-stream", events, {2: end})
+        with running_proxy(up.url, tmp_path) as (proxy, _):
+            url = proxy + "/v1/chat/completions"
+            received = b""
+            with httpx.stream("POST", url, json={**CHAT, "stream": True}, timeout=10) as reply:
+                for chunk in reply.iter_raw():
+                    received += chunk
+                    if received == b"".join(events):
+                        break  # the client read the last event and hangs up
+            time.sleep(0.3)
+            end.set()
+    assert received == b"".join(events)
+    (doc,) = captures(tmp_path)
+    assert doc["error"] is None and doc["reply"]["status"] == 200
+    assert doc["reply"]["body"] == b"".join(events).decode()
 
 
 def test_concurrent_streams_are_served_together(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ client still gets every byte and the file says ``truncated``. A request body lar
 cannot be reached or says nothing before the read timeout, the client gets a 502 or 504 whose
 body says so in its API's error shape; when the connection breaks after the reply started,
 the client's connection is cut as well, so it sees a broken reply, never a short one that
-looks whole. A client that goes away stops the relay of its reply at once.
+looks whole. A client that goes away stops the relay of its reply within
+``CLIENT_GONE_GRACE_S``: a client may hang up once it has read the last event, before the
+upstream's end of body arrives, and a reply that ends within that grace is captured whole.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+#: How long the upstream's reply may go on being read (and kept, no longer relayed) after its
+#: client hung up: long enough for the end of a body whose last event the client already
+#: read, short enough that an abandoned generation stops at once.
+CLIENT_GONE_GRACE_S = 1.0
 
 #: Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones the
 #: HTTP libraries on either side write themselves.
@@ -336,6 +343,8 @@ class CaptureApp:
             exchange.status = response.status_code
             exchange.reply_headers = dict(pairs)
 
+        gone = asyncio.Event()
+
         async def relay() -> None:
             await send(
                 {
@@ -349,18 +358,25 @@ class CaptureApp:
                     if exchange.first_byte is None:
                         exchange.first_byte = time.perf_counter()
                     tee.add(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if not gone.is_set():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if not gone.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
         async def client_gone() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
+            gone.set()
 
         pump = asyncio.ensure_future(relay())
         watch = asyncio.ensure_future(client_gone())
         cut: str | None = None
         try:
             await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done():
+                # The client hung up: keep reading (not relaying) for a moment, in case all
+                # that was left is the end of the body.
+                await asyncio.wait({pump}, timeout=CLIENT_GONE_GRACE_S)
             if not pump.done():
                 pump.cancel()
                 cut = "the client went away before the reply ended"
