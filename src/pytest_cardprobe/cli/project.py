@@ -49,9 +49,11 @@ Values = dict[str, Any]
 def _toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        # tomllib recurses into nested arrays and tables: a deep enough file exhausts the stack.
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
         raise ConfigProblem(
-            f"{escape_control(str(path))}: cannot read it as TOML ({exc}); pytest cannot "
+            f"{escape_control(str(path))}: cannot read it as TOML ({why}); pytest cannot "
             "either: fix the file"
         ) from None
 
