@@ -11,6 +11,7 @@ from pytest_cardprobe.cli.project import (
     BASELINE_KEY,
     DEFAULT_BASELINE,
     JSON_REPORT_KEY,
+    REDACT_FIELDS_KEY,
     ConfigProblem,
     find_project,
 )
@@ -75,6 +76,7 @@ def test_the_keys_are_the_option_tables() -> None:
     assert BY_NAME["baseline"].ini == BASELINE_KEY
     assert str(BY_NAME["baseline"].default) == DEFAULT_BASELINE
     assert BY_NAME["json_report"].ini == JSON_REPORT_KEY
+    assert BY_NAME["redact_fields"].ini == REDACT_FIELDS_KEY
 
 
 @pytest.mark.parametrize(
