@@ -52,3 +52,17 @@ def test_a_captured_reply_of_the_wrong_shape_keeps_its_question(
     code, out = draft(tmp_path, folder)
     assert code == 0, out
     assert "its reply was not read (" in out and "the request is kept" in out
+
+
+@pytest.mark.parametrize("version", [True, 1.0, "1"])
+def test_a_capture_format_that_is_not_the_number_1_is_refused(
+    tmp_path: Path, version: object
+) -> None:
+    from pytest_cardprobe.wire.capture.format import CaptureProblem, read_capture
+
+    path = tmp_path / "x.json"
+    reply = {"status": 200, "body": "{}"}
+    path.write_text(json.dumps({"cardprobe_capture": version, "api": "ollama",
+                                "request": {"body": chat(ASK)}, "reply": reply}))  # fmt: skip
+    with pytest.raises(CaptureProblem, match="capture format"):
+        read_capture(path, 10**6)
