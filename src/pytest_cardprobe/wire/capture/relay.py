@@ -43,10 +43,12 @@ CLIENT_GONE_GRACE_S = 1.0
 
 #: Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones the
 #: HTTP libraries on either side write themselves.
-HOP_BY_HOP = frozenset(
-    "connection keep-alive proxy-authenticate proxy-authorization proxy-connection te trailer"
-    " trailers transfer-encoding upgrade".split()
-)
+# fmt: off
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade",
+})
+# fmt: on
 MB = 1024 * 1024
 
 
