@@ -27,11 +27,11 @@ from fuzzing import API_KEY, KEY, PASSWORD, TOKEN, fuzz_settings, leaked
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_cardprobe.glue import values
 from pytest_cardprobe.glue.option_table import SPECS, Spec
 from pytest_cardprobe.glue.options import resolve_settings
 from pytest_cardprobe.glue.state import get_state
 from pytest_cardprobe.types import ChatRequest
+from pytest_cardprobe.wire import values
 from pytest_cardprobe.wire.cassettes.paths import cassette_path
 from pytest_cardprobe.wire.client import ChatClient
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_cardprobe.glue import values
+from pytest_cardprobe.wire import values
 
 CLOSED = "http://127.0.0.1:9"
 
@@ -185,8 +185,10 @@ def test_an_empty_ini_path_is_a_usage_error(project: pytest.Pytester) -> None:
         (["--cardprobe-baseline-ref=-upload-pack"], "wants a git revision such as origin/main"),
         (["--cardprobe-baseline-ref", "main branch"], "wants a git revision such as origin/main"),
         (["--cardprobe-baseline-ref", "origin/main"], "is not in a git repository"),
-        (["--cardprobe-baseline-ref", "https://x-access-token:ghs_S3CRET@github.com/o/r"],
-         "got a repository URL (not shown: it may hold a token); fetch the base branch first"),
+        (
+            ["--cardprobe-baseline-ref", "https://x-access-token:ghs_S3CRET@github.com/o/r"],
+            "got a repository URL (not shown: it may hold a token); fetch the base branch first",
+        ),
         (["--cardprobe-update-baseline", "--cardprobe-accept-reason", " "], "wants a reason"),
         (["--cardprobe-accept-reason", "why"], "give it with --cardprobe-update-baseline"),
     ],

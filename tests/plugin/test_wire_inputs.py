@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from faultserver import fault_server
 
-from pytest_cardprobe.glue import values
+from pytest_cardprobe.wire import values
 
 ONE = ("-k", "date and prose and cold", "--cardprobe-samples", "1", "--cardprobe-no-warmup")
 

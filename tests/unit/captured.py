@@ -46,7 +46,7 @@ def reply_of(name: str) -> ChatReply:
     assert problem is None, f"{name}: {problem}"
     if stream:
         parse = parse_openai_stream if api == "openai" else parse_ollama_stream
-        return parse(text.splitlines())
+        return parse(parsed)
     return parse_openai_reply(parsed) if api == "openai" else parse_ollama_reply(parsed)
 
 

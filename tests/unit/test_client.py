@@ -18,6 +18,7 @@ import pytest
 import respx
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from streams import streamed
 
 from pytest_cardprobe.types import ChatReply, ChatRequest, ToolCall
 from pytest_cardprobe.wire.client import ChatClient, ClientSettings
@@ -33,6 +34,7 @@ from pytest_cardprobe.wire.ollama import parse_ollama_reply
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai import parse_openai_reply
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
+from pytest_cardprobe.wire.shapes import read_stream
 
 BASE = "http://model-server.test:11434"
 MODEL = "ghost-model:1b"
@@ -646,7 +648,7 @@ class TestParseOllamaStream:
             ollama_chunk("you go."),
             ollama_chunk(done=True, done_reason="stop", eval_count=5),
         )
-        reply = parse_ollama_stream(lines)
+        reply = parse_ollama_stream(streamed("ollama", lines))
         assert reply.content == "Here you go."
         assert reply.thinking == "A date input."
         assert reply.tool_calls == ()
@@ -667,7 +669,7 @@ class TestParseOllamaStream:
                 ],
             ),
         )
-        reply = parse_ollama_stream(lines)
+        reply = parse_ollama_stream(streamed("ollama", lines))
         assert reply.tool_calls == (
             ToolCall(CARD_TOOL, {"body": []}),
             ToolCall("read_file", {"path": "a"}),
@@ -683,36 +685,43 @@ class TestParseOllamaStream:
             "\t",
             json.dumps(ollama_chunk(done=True)),
         ]
-        reply = parse_ollama_stream(lines)
+        reply = parse_ollama_stream(streamed("ollama", lines))
         assert reply.content == "Hi"
         assert reply.raw["chunks"] == 2
 
     def test_error_line_is_infra(self) -> None:
         lines = ndjson(ollama_chunk("Hel"), {"error": "model runner has unexpectedly stopped"})
         with pytest.raises(InfraError, match="after 1 chunks: model runner has unexpectedly"):
-            parse_ollama_stream(lines)
+            parse_ollama_stream(streamed("ollama", lines))
+
+    def test_stream_without_done_is_infra(self) -> None:
+        lines = ndjson(ollama_chunk("Hel"), ollama_chunk("lo"))
+        with pytest.raises(InfraError, match="without done:true"):
+            parse_ollama_stream(streamed("ollama", lines))
 
     @pytest.mark.parametrize(
-        "lines",
+        ("lines", "problem"),
         [
-            pytest.param(ndjson(ollama_chunk("Hel"), ollama_chunk("lo")), id="truncated"),
-            pytest.param([], id="empty"),
-            pytest.param(["", "  "], id="only-blank"),
+            pytest.param([], "stream holds no events", id="empty"),
+            pytest.param(["", "  "], "stream holds no events", id="only-blank"),
+            pytest.param(
+                [json.dumps(ollama_chunk("a")), "data: {oops"],
+                "stream line 2 is not JSON: Expecting value: line 1 column 1 (char 0)",
+                id="not-json",
+            ),
         ],
     )
-    def test_stream_without_done_is_infra(self, lines: list[str]) -> None:
-        with pytest.raises(InfraError, match="without done:true"):
-            parse_ollama_stream(lines)
-
-    def test_non_json_line_is_infra(self) -> None:
-        with pytest.raises(InfraError, match="stream line 2 is not JSON"):
-            parse_ollama_stream([json.dumps(ollama_chunk("a")), "data: {oops"])
+    def test_a_stream_no_parser_can_read_is_refused_by_the_reader(
+        self, lines: list[str], problem: str
+    ) -> None:
+        """Each line is parsed once, by the reader: what it refuses never reaches a parser."""
+        assert read_stream("ollama", "\n".join(lines)) == (problem, None)
 
     @settings(max_examples=40, deadline=None)
     @given(parts=st.lists(st.text(max_size=8), max_size=8))
     def test_any_chunking_reassembles_the_content(self, parts: list[str]) -> None:
         lines = ndjson(*(ollama_chunk(p) for p in parts), ollama_chunk(done=True))
-        assert parse_ollama_stream(lines).content == "".join(parts)
+        assert parse_ollama_stream(streamed("ollama", lines)).content == "".join(parts)
 
 
 @pytest.mark.parametrize("api", ["ollama", "openai"])
@@ -838,12 +847,15 @@ def sse_lines(*events: dict[str, Any], done: bool = True) -> list[str]:
 class TestParseOpenAIStream:
     def test_content_deltas_are_concatenated(self) -> None:
         reply = parse_openai_stream(
-            sse_lines(
-                delta({"role": "assistant", "content": ""}),
-                delta({"content": "Hel"}),
-                delta({"content": None}),
-                delta({"content": "lo"}),
-                delta({}, finish="stop"),
+            streamed(
+                "openai",
+                sse_lines(
+                    delta({"role": "assistant", "content": ""}),
+                    delta({"content": "Hel"}),
+                    delta({"content": None}),
+                    delta({"content": "lo"}),
+                    delta({}, finish="stop"),
+                ),
             )
         )
         assert reply.content == "Hello"
@@ -853,13 +865,16 @@ class TestParseOpenAIStream:
 
     def test_interleaved_argument_fragments_are_joined_per_index(self) -> None:
         reply = parse_openai_stream(
-            sse_lines(
-                fragment(0, "", name=CARD_TOOL),
-                fragment(1, '{"pa', name="read_file"),
-                fragment(0, '{"body": [{"type": '),
-                fragment(1, 'th": "a.txt"}'),
-                fragment(0, '"TextBlock", "text": "hi"}]}'),
-                delta({}, finish="tool_calls"),
+            streamed(
+                "openai",
+                sse_lines(
+                    fragment(0, "", name=CARD_TOOL),
+                    fragment(1, '{"pa', name="read_file"),
+                    fragment(0, '{"body": [{"type": '),
+                    fragment(1, 'th": "a.txt"}'),
+                    fragment(0, '"TextBlock", "text": "hi"}]}'),
+                    delta({}, finish="tool_calls"),
+                ),
             )
         )
         assert reply.tool_calls == (
@@ -870,17 +885,22 @@ class TestParseOpenAIStream:
 
     def test_calls_are_ordered_by_index_not_arrival(self) -> None:
         reply = parse_openai_stream(
-            sse_lines(fragment(1, "{}", name="second"), fragment(0, "{}", name="first"))
+            streamed(
+                "openai",
+                sse_lines(fragment(1, "{}", name="second"), fragment(0, "{}", name="first")),
+            )
         )
         assert [c.name for c in reply.tool_calls] == ["first", "second"]
 
     def test_call_without_argument_fragments_has_empty_arguments(self) -> None:
-        reply = parse_openai_stream(sse_lines(fragment(0, "", name=CARD_TOOL)))
+        reply = parse_openai_stream(streamed("openai", sse_lines(fragment(0, "", name=CARD_TOOL))))
         assert reply.tool_calls == (ToolCall(CARD_TOOL, {}),)
 
     def test_broken_joined_arguments_set_arguments_error(self) -> None:
         reply = parse_openai_stream(
-            sse_lines(fragment(0, '{"body": ', name=CARD_TOOL), fragment(0, "[}"))
+            streamed(
+                "openai", sse_lines(fragment(0, '{"body": ', name=CARD_TOOL), fragment(0, "[}"))
+            )
         )
         (call,) = reply.tool_calls
         assert call.name == CARD_TOOL
@@ -895,11 +915,11 @@ class TestParseOpenAIStream:
             "",
             *sse_lines(delta({"content": "B"}, finish="stop")),
         ]
-        assert parse_openai_stream(lines).content == "AB"
+        assert parse_openai_stream(streamed("openai", lines)).content == "AB"
 
     def test_nothing_after_done_is_read(self) -> None:
         lines = [*sse_lines(delta({"content": "A"})), "data: {not json"]
-        assert parse_openai_stream(lines).content == "A"
+        assert parse_openai_stream(streamed("openai", lines)).content == "A"
 
     @pytest.mark.parametrize(
         "error",
@@ -911,19 +931,44 @@ class TestParseOpenAIStream:
     def test_error_event_is_infra(self, error: Any) -> None:
         lines = sse_lines(delta({"content": "Hel"}), {"error": error})
         with pytest.raises(InfraError, match="after 1 events"):
-            parse_openai_stream(lines)
+            parse_openai_stream(streamed("openai", lines))
 
     def test_stream_without_done_or_finish_is_infra(self) -> None:
         with pytest.raises(InfraError, match=r"without \[DONE\]"):
-            parse_openai_stream(sse_lines(delta({"content": "Hel"}), done=False))
+            parse_openai_stream(
+                streamed("openai", sse_lines(delta({"content": "Hel"}), done=False))
+            )
 
     def test_finish_reason_without_done_is_accepted(self) -> None:
         lines = sse_lines(delta({"content": "Hi"}, finish="stop"), done=False)
-        assert parse_openai_stream(lines).content == "Hi"
+        assert parse_openai_stream(streamed("openai", lines)).content == "Hi"
 
-    def test_non_json_event_is_infra(self) -> None:
-        with pytest.raises(InfraError, match="SSE event 1 is not JSON"):
-            parse_openai_stream(["data: {oops"])
+    def test_non_json_event_is_refused_by_the_reader(self) -> None:
+        assert read_stream("openai", "data: {oops") == (
+            "stream line 1 is not JSON: Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1)",
+            None,
+        )
+
+    def test_an_error_line_ends_the_reply_after_the_events_before_it(self) -> None:
+        """llama-server's ``error:`` line: the events after it are checked, never assembled."""
+        lines = [
+            *sse_lines(delta({"content": "Hel"}), done=False),
+            "error: the model runner stopped",
+            *sse_lines(delta({"content": "lo"}, finish="stop")),
+        ]
+        stream = streamed("openai", lines)
+        assert (len(stream.chunks), stream.error, stream.done) == (
+            2,
+            (1, "the model runner stopped"),
+            True,
+        )
+        with pytest.raises(InfraError, match=r"after 1 events: the model runner stopped$"):
+            parse_openai_stream(stream)
+        bad_after = [*lines[:2], "data: [1]"]
+        assert read_stream("openai", "\n".join(bad_after))[0] == (
+            "stream line 3 is a list, not an object"
+        )
 
     @settings(max_examples=40, deadline=None)
     @given(data=st.data())
@@ -932,7 +977,7 @@ class TestParseOpenAIStream:
         cuts = sorted(data.draw(st.sets(st.integers(1, len(arguments) - 1), max_size=6)))
         pieces = [arguments[a:b] for a, b in zip([0, *cuts], [*cuts, len(arguments)], strict=True)]
         events = [fragment(0, pieces[0], name=CARD_TOOL), *(fragment(0, p) for p in pieces[1:])]
-        (call,) = parse_openai_stream(sse_lines(*events)).tool_calls
+        (call,) = parse_openai_stream(streamed("openai", sse_lines(*events))).tool_calls
         assert call == ToolCall(CARD_TOOL, json.loads(arguments))
 
 

@@ -81,14 +81,14 @@ def test_an_integer_too_large_for_a_float_is_a_usage_error(
 ) -> None:
     """Found by test_fuzz_options (``--cardprobe-samples`` with 400 digits): the number
     reader's ``math.isfinite`` raised OverflowError, which neither argparse nor the ini
-    reader catches: an INTERNALERROR. Fixed in glue/values.py."""
+    reader catches: an INTERNALERROR. Fixed in wire/values.py."""
     assert said in _configured(tmp_path, ini, *args)
 
 
 def test_a_header_line_without_a_colon_is_refused_without_showing_it(tmp_path: Path) -> None:
     """Found by test_fuzz_options (a ``cardprobe_headers`` line that is only a token): the
     usage error quoted the whole line as the header's name, value and all. Fixed in
-    glue/values.header_line."""
+    wire/values.header_line."""
     token = "T0KEN" + "VALUE"
     said = _configured(tmp_path, f"cardprobe_headers =\n    X-Auth {token}\n")
     assert said == (
@@ -113,7 +113,7 @@ def test_a_mistyped_server_url_is_refused_without_its_password(
 ) -> None:
     """Found by test_fuzz_options (``http:/:PASSWORD@[::1]:-1/``): the URL was accepted as
     the host ``http`` with the password in its path, and shown (settings, reports). Fixed in
-    glue/values.server_url: one slash after the scheme and an empty port are refused, and the
+    wire/values.server_url: one slash after the scheme and an empty port are refused, and the
     message leaves out everything before the last ``@`` and the text a port error quotes."""
     message = _configured(tmp_path, f"cardprobe_servers =\n    {server}\n")
     assert message == f"ini key cardprobe_servers {said}" or said in message, message
@@ -135,7 +135,7 @@ def test_command_line_bytes_that_are_not_utf8_are_a_usage_error(tmp_path: Path) 
     """Found by test_fuzz_options (``--model`` with a byte 0xff, which ``sys.argv`` carries
     as the surrogate escape ``\\udcff``): the model name was accepted and its cassette path
     failed to encode. Fixed in model_problem (then in types.py, now text.py) and
-    glue/values.server_url (whose httpx
+    wire/values.server_url (whose httpx
     base URL could not be built either)."""
     said = _configured(tmp_path, "", "--model=caf\udce9")
     assert "--model 'caf\\udce9' holds bytes that are not UTF-8 text" in said, said
@@ -160,7 +160,7 @@ def test_a_finite_number_too_large_to_use_is_a_usage_error(
     """Found by test_fuzz_options (``cardprobe_max_file_mb = 1e308``): finite, so accepted,
     and ``int(1e308 * MB)`` raised OverflowError at configure time (an INTERNALERROR). The
     request timeout had the same gap: above about 9e9 s no socket takes it, and every live
-    request raised OverflowError out of the client. Fixed in glue/values.py (``megabytes``,
+    request raised OverflowError out of the client. Fixed in wire/values.py (``megabytes``,
     ``seconds``) and the option table: both have an upper bound, in their help. At the other
     end ``1e-320`` MB (found by the same test after the merge) was a cap of 0 bytes, so every
     file was "too large": the cap is one byte at least."""
@@ -171,7 +171,7 @@ def test_a_day_is_a_request_deadline_a_socket_takes() -> None:
     """The bound of the timeout is one every socket operation can be given."""
     import socket
 
-    from pytest_cardprobe.glue import values
+    from pytest_cardprobe.wire import values
 
     with socket.socket() as sock:
         sock.settimeout(values.seconds("86400"))

@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from streams import streamed
 
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
@@ -28,7 +29,7 @@ def lines(*chunks: dict[str, Any]) -> list[str]:
 def test_a_chunk_after_done_is_not_appended() -> None:
     """Defect 8: an empty reply followed by a card after ``done`` was judged as the card."""
     stream = lines(chunk("", done=True, done_reason="stop"), chunk(CARD, done=True))
-    reply = parse_ollama_stream(stream)
+    reply = parse_ollama_stream(streamed("ollama", stream))
     assert reply.content == "" and reply.pieces == ()
     assert reply.finish_reason == "stop" and reply.raw["chunks"] == 1
 
@@ -37,14 +38,14 @@ def test_what_follows_done_is_not_checked_either() -> None:
     """Garbage after ``done`` makes no malformed reply: the client never reads it."""
     text = "\n".join([*lines(chunk("Hi"), chunk(done=True)), "not json", "[1]", '{"error":"x"}'])
     assert reply_problem("ollama", True, text) is None
-    assert parse_ollama_stream(text.splitlines()).content == "Hi"
+    assert parse_ollama_stream(streamed("ollama", text.splitlines())).content == "Hi"
 
 
 def test_the_openai_stream_ends_at_done_too() -> None:
     event = 'data: {"choices":[{"delta":{"content":"%s"}}]}'
     text = "\n".join([event % "Hi", "data: [DONE]", event % "more", "data: {oops"])
     assert reply_problem("openai", True, text) is None
-    assert parse_openai_stream(text.splitlines()).content == "Hi"
+    assert parse_openai_stream(streamed("openai", text.splitlines())).content == "Hi"
 
 
 # Any line a server could send: JSON chunks (done or not, errors, calls), garbage, blanks.
@@ -68,6 +69,6 @@ def test_the_reply_is_the_stream_cut_at_its_first_done(before: list[str], after:
     whole = "\n".join([*head, *after])
     # splitlines, as the client splits: a \x1c or \u2028 in a text is a line break there too.
     assert reply_problem("ollama", True, whole) == reply_problem("ollama", True, "\n".join(head))
-    cut = parse_ollama_stream(head)
-    got = parse_ollama_stream(whole.splitlines())
+    cut = parse_ollama_stream(streamed("ollama", head))
+    got = parse_ollama_stream(streamed("ollama", whole.splitlines()))
     assert (got.content, got.pieces, got.raw) == (cut.content, cut.pieces, cut.raw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from streams import streamed
 
 from pytest_cardprobe.judge.withhold import ContentGate
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
@@ -66,7 +67,7 @@ def test_gate_fed_from_a_parsed_ollama_stream_withholds_the_call() -> None:
     chunks = [{"message": {"content": p}, "done": False} for p in pieces(CALL)]
     chunks.append({"message": {"content": ""}, "done": True, "done_reason": "stop"})
     lines = [json.dumps(c) for c in chunks]
-    reply = parse_ollama_stream(lines)
+    reply = parse_ollama_stream(streamed("ollama", lines))
     assert reply.content == CALL
     gate = ContentGate([TOOL])
     early = "".join(gate.feed(c["message"]["content"]) for c in chunks)

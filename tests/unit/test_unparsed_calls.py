@@ -21,6 +21,7 @@ import pytest
 import respx
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from streams import streamed
 
 from pytest_cardprobe.judge.call import judge_calls
 from pytest_cardprobe.judge.routing import answer_of, turn_of
@@ -116,7 +117,7 @@ def test_a_body_that_is_no_json_is_not() -> None:
 
 def test_an_error_line_after_chunks_ends_the_turn_unparsed() -> None:
     lines = ndjson(chunk('"'), chunk("Sure"), {"error": KNOWN[0]})
-    reply = parse_ollama_stream(lines)
+    reply = parse_ollama_stream(streamed("ollama", lines))
     assert reply.unparsed == KNOWN[0]
     assert reply.content == '"Sure' and reply.pieces == ('"', "Sure")
     assert reply_problem("ollama", True, "\n".join(lines)) is None
@@ -125,7 +126,7 @@ def test_an_error_line_after_chunks_ends_the_turn_unparsed() -> None:
 def test_ollama_0_11_wrote_harmonys_error_under_a_key_of_its_own() -> None:
     lines = ndjson(chunk("x"), {"error parsing tool call": "unexpected end of JSON input"})
     assert reply_problem("ollama", True, "\n".join(lines)) is None
-    reply = parse_ollama_stream(lines)
+    reply = parse_ollama_stream(streamed("ollama", lines))
     assert reply.unparsed == "error parsing tool call: unexpected end of JSON input"
 
 
@@ -141,7 +142,7 @@ def test_ollama_0_11_wrote_harmonys_error_under_a_key_of_its_own() -> None:
 )
 def test_other_error_lines_stay_infra(lines: list[str], said: str) -> None:
     with pytest.raises(InfraError, match=said):
-        parse_ollama_stream(lines)
+        parse_ollama_stream(streamed("ollama", lines))
 
 
 _MESSAGE = st.one_of(st.sampled_from(KNOWN), st.sampled_from(INFRA), st.text(max_size=40))
@@ -164,7 +165,7 @@ def test_a_stream_is_unparsed_exactly_when_shape_and_message_agree(
     lines = ndjson(*(chunk(c) for c in before), error, *(chunk(c) for c in after))
     expected = bool(before) and not after and not extra_key and parser_message(message)
     try:
-        reply = parse_ollama_stream(lines)
+        reply = parse_ollama_stream(streamed("ollama", lines))
     except InfraError:
         assert not expected
     else:

@@ -33,6 +33,7 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.score.markdown import markdown
     from pytest_cardprobe.score.report import flip_lines, scoreboard_lines
     from pytest_cardprobe.text import escape_control
+    from pytest_cardprobe.wire.values import level, non_negative_int
 
     parser = argparse.ArgumentParser(
         prog=f"{invoked_as()} diff",
@@ -69,14 +70,17 @@ def main(argv: Sequence[str]) -> int:
         help="significance level of --gate significance (default: the NEW run's, else 0.05)",
     )
     args = parser.parse_args(list(argv))
-    if args.noise_floor is not None and args.noise_floor < 0:
-        print(
-            f"error: --noise-floor wants an integer >= 0, got {args.noise_floor}", file=sys.stderr
-        )
-        return 2
-    if args.alpha is not None and not 0 < args.alpha < 1:
-        print(f"error: --alpha wants a number between 0 and 1, got {args.alpha:g}", file=sys.stderr)
-        return 2
+    # The plugin's readers of --cardprobe-noise-floor and --cardprobe-alpha, in their words.
+    for flag, value, read in (
+        ("--noise-floor", args.noise_floor, non_negative_int),
+        ("--alpha", args.alpha, level),
+    ):
+        try:
+            if value is not None:
+                read(str(value))
+        except ValueError as exc:
+            print(f"error: {flag} {exc}", file=sys.stderr)
+            return 2
     if args.md is not None and (args.md.is_dir() or str(args.md) == ""):
         print(f"error: --md {args.md} is a directory; give a file path", file=sys.stderr)
         return 2

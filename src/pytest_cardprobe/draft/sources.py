@@ -37,7 +37,7 @@ from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai import parse_openai_reply
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
 from pytest_cardprobe.wire.redact import redact_fields
-from pytest_cardprobe.wire.shapes import reply_problem
+from pytest_cardprobe.wire.shapes import read_stream, reply_problem
 
 #: Ollama's request-log file names: ``20260509T003012.123456789Z-000001_api_chat_body.json``.
 OLLAMA_LOG = re.compile(r"^\d{8}T\d{6}(?:\.\d+)?Z-\d+_([A-Za-z0-9_]+)_body\.json$")
@@ -76,12 +76,10 @@ def reply_of(api: str, text: str, content_type: str = "") -> ChatReply:
     ValueError when it is none."""
     try:
         if is_stream(content_type, text):
-            # Checked as the runtime checks a reply: the parsers trust the shape.
-            problem = reply_problem(api, True, text)
-            if problem:
+            problem, stream = read_stream(api, text)
+            if stream is None:
                 raise ValueError(problem)
-            lines = text.splitlines()
-            return parse_ollama_stream(lines) if api == "ollama" else parse_openai_stream(lines)
+            return parse_ollama_stream(stream) if api == "ollama" else parse_openai_stream(stream)
         body = load_json(text)
         if not isinstance(body, dict):
             raise ValueError("the reply is not a JSON object")

@@ -18,11 +18,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pytest_cardprobe.glue import values
 from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.score.gate import GATE_MODES, GateSettings
 from pytest_cardprobe.source import CHECK_MODES
 from pytest_cardprobe.suite.loader import ALL_CHANNELS, ALL_CONDITIONS, THINK_LEVELS
+from pytest_cardprobe.wire import values
 from pytest_cardprobe.wire.cassettes.modes import RECORD_MODES
 from pytest_cardprobe.wire.client import APIS
 

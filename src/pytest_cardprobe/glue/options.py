@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from pytest_cardprobe.glue import values
 from pytest_cardprobe.glue.option_table import GATE_FIELDS, SPECS, Spec
 from pytest_cardprobe.glue.roles import is_worker
 from pytest_cardprobe.run.settings import DEFAULT_SERVER, Settings
 from pytest_cardprobe.score.gate import GateSettings
 from pytest_cardprobe.suite.builtin import UnknownSuite, builtin_suite_path
+from pytest_cardprobe.wire import values
 
 #: pytest-recording's own ``--record-mode``: when that plugin is in the run, ours is only
 #: read from ``--cardprobe-record-mode``.

@@ -19,9 +19,8 @@ from pytest_cardprobe.suite.context import MAX_SAMPLES, MAX_TURNS
 from pytest_cardprobe.wire.client import ClientSettings
 from pytest_cardprobe.wire.redact import DEFAULT_REDACT_FIELDS, redacted_repr
 from pytest_cardprobe.wire.shapes import StreamLimits
+from pytest_cardprobe.wire.values import DEFAULT_PORT
 
-#: Ollama's port, for a server given as a bare host (``OLLAMA_HOST=myhost``).
-DEFAULT_PORT = 11434
 DEFAULT_SERVER = f"http://127.0.0.1:{DEFAULT_PORT}"
 _WIRE = ClientSettings(base_url=DEFAULT_SERVER)
 

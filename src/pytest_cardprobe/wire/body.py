@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 # Stands in for the network in replay: (method, path, JSON body text) -> (status, body,
-# the body's JSON when it is a whole 2xx reply already checked by check_reply, else None).
+# the body as check_reply read it when it is a 2xx reply already checked, else None: a whole
+# reply's JSON, a stream's shapes.Stream).
 # None means "not replaying this request": it goes to the server (record modes once and
 # stale replay some tests and record others through one client).
 Player = Callable[[str, str, str], tuple[int, bytes, Any] | None]

@@ -29,7 +29,7 @@ from pytest_cardprobe.wire.errors import (
 from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
 from pytest_cardprobe.wire.redact import redact_url, redacted_repr
-from pytest_cardprobe.wire.shapes import StreamLimits, check_reply, stream_size_problem
+from pytest_cardprobe.wire.shapes import Stream, StreamLimits, check_reply, stream_size_problem
 from pytest_cardprobe.wire.unparsed import unparsed_status
 
 if TYPE_CHECKING:
@@ -250,7 +250,8 @@ class ChatClient:
         played: tuple[int, bytes, Any],
     ) -> ChatReply:
         # The reply's shape was checked when the cassette was read (cassettes.read_cassette
-        # runs check_reply on every recorded 2xx chat reply) and comes parsed.
+        # runs check_reply on every recorded 2xx chat reply) and comes read: a whole reply's
+        # JSON, a stream's Stream.
         status, content, parsed = played
         if status >= 400:
             import httpx
@@ -273,13 +274,18 @@ class ChatClient:
     def _reply_of(self, text: str, parsed: Any = None) -> ChatReply:
         """A successful reply body (whole, or a stream) for the configured API.
 
-        ``parsed`` is the body's JSON when the caller has it already (a whole reply).
+        ``parsed`` is the body as :func:`check_reply` read it, when the caller has it already
+        (a whole reply's JSON, a stream's :class:`Stream`).
         """
-        if self.settings.stream:
-            lines = text.splitlines()
-            if self.settings.api == "openai":
-                return parse_openai_stream(lines)
-            return parse_ollama_stream(lines)
+        s = self.settings
+        if s.stream:
+            if not isinstance(parsed, Stream):  # a player that hands the body unread
+                problem, parsed = check_reply(s.api, True, text, s.limits)
+                if problem:
+                    raise InfraError(f"malformed reply: {problem}: {text[:120]!r}")
+            if s.api == "openai":
+                return parse_openai_stream(parsed)
+            return parse_ollama_stream(parsed)
         try:
             data = json.loads(text) if parsed is None else parsed
         except ValueError as exc:

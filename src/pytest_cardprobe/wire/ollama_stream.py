@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from typing import Any
 
 from pytest_cardprobe.types import ChatReply, ToolCall
 from pytest_cardprobe.wire.calls import ollama_call
 from pytest_cardprobe.wire.errors import InfraError
+from pytest_cardprobe.wire.shapes import Stream
 from pytest_cardprobe.wire.unparsed import error_line, parser_message
 
 
-def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
+def parse_ollama_stream(stream: Stream) -> ChatReply:
     """Assemble an NDJSON ``/api/chat`` stream; calls may come in any chunk, the final included.
 
-    The reply ends at the first ``done: true`` chunk, where a client stops reading: lines a
-    server sends after it are not part of the reply and are never read (they stay in a
-    recording as sent, docs/design.md §7).
+    ``stream`` is the stream as ``shapes.read_stream`` read it: every line parsed and of the
+    API's shape, blank lines left out. The reply ends at the first ``done: true`` chunk, where
+    a client stops reading: lines a server sends after it are not part of the reply and are
+    never read (they stay in a recording as sent, docs/design.md §7).
     """
     content: list[str] = []
     thinking: list[str] = []
@@ -25,15 +25,7 @@ def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
     last: dict[str, Any] = {}
     chunks = 0
     unparsed: str | None = None
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            chunk = json.loads(line)
-        except ValueError as exc:
-            raise InfraError(f"stream line {chunks + 1} is not JSON: {line[:80]!r}") from exc
-        if not isinstance(chunk, dict):
-            raise InfraError(f"stream line {chunks + 1} is not a JSON object: {line[:80]!r}")
+    for chunk in stream.chunks:
         if unparsed is not None:
             raise InfraError(f"stream went on after its error line ({chunks} chunks before it)")
         error = error_line(chunk)
@@ -51,8 +43,6 @@ def parse_ollama_stream(lines: Iterable[str]) -> ChatReply:
         thinking.append(message.get("thinking") or "")
         calls.extend(c for c in map(ollama_call, message.get("tool_calls") or []) if c)
         last = chunk
-        if chunk.get("done") is True:
-            break
     if not last.get("done") and unparsed is None:
         raise InfraError(f"stream ended after {chunks} chunks without done:true")
     return ChatReply(

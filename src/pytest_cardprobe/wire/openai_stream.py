@@ -3,13 +3,12 @@ assembled into one reply, argument fragments joined per tool-call ``index``."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from typing import Any
 
 from pytest_cardprobe.types import ChatReply, ToolCall
 from pytest_cardprobe.wire.calls import decode_arguments
 from pytest_cardprobe.wire.errors import InfraError
+from pytest_cardprobe.wire.shapes import Stream
 
 # What a chunk may carry about the whole reply; the last chunk carrying each one wins.
 _KEPT = ("usage", "timings", "system_fingerprint")
@@ -17,8 +16,11 @@ _KEPT = ("usage", "timings", "system_fingerprint")
 _TOP = ("system_fingerprint",)
 
 
-def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
+def parse_openai_stream(stream: Stream) -> ChatReply:
     """Assemble an SSE stream, joining argument fragments per tool-call index.
+
+    ``stream`` is the stream as ``shapes.read_stream`` read it: every ``data:`` event parsed
+    and of the API's shape, up to ``[DONE]``, and the first ``error:`` line.
 
     A chunk may carry no choice at all (``choices: []``: the usage chunk OpenAI sends last,
     and Ollama's ``/v1`` since 0.32.6) or a finish reason beside an empty delta; the
@@ -33,24 +35,11 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
     fragments: dict[int, list[str]] = {}
     finish: str | None = None
     chunks = 0
-    done = False
     final: dict[str, Any] = {}
-    for line in lines:
-        if line.startswith("error:"):
-            # llama-server reports a failure after the stream started as an `error:` event.
-            raise InfraError(f"error inside stream after {chunks} events: {line[6:].strip()}")
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            done = True
-            break
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise InfraError(f"SSE event {chunks + 1} is not JSON: {data[:80]!r}") from exc
-        if not isinstance(chunk, dict):
-            raise InfraError(f"SSE event {chunks + 1} is not a JSON object: {data[:80]!r}")
+    # llama-server reports a failure after the stream started as an `error:` line: the reply
+    # is what came before it.
+    until = stream.error[0] if stream.error else len(stream.chunks)
+    for chunk in stream.chunks[:until]:
         chunks += 1
         if "error" in chunk:
             raise InfraError(f"error inside stream after {chunks - 1} events: {chunk['error']}")
@@ -68,7 +57,9 @@ def parse_openai_stream(lines: Iterable[str]) -> ChatReply:
                     names[index] = names.get(index, "") + fn["name"]
                 fragments.setdefault(index, []).append(fn.get("arguments") or "")
             finish = choice.get("finish_reason") or finish
-    if not done and finish is None:
+    if stream.error:
+        raise InfraError(f"error inside stream after {chunks} events: {stream.error[1]}")
+    if not stream.done and finish is None:
         raise InfraError(f"SSE stream ended after {chunks} events without [DONE]")
     calls = []
     for index in sorted(set(names) | set(fragments)):

@@ -20,6 +20,23 @@ CHAT_PATHS = {"/api/chat": "ollama", "/v1/chat/completions": "openai"}
 
 
 @dataclass(frozen=True)
+class Stream:
+    """A streamed reply as :func:`read_stream` read it, each line parsed once, up to where a
+    client stops reading (Ollama's first ``done: true`` chunk, OpenAI's ``data: [DONE]``).
+
+    ``chunks``: the JSON object of every NDJSON line or SSE ``data:`` event, in order, each of
+    its API's shape. ``error``: the first SSE ``error:`` line (llama-server's word for a
+    failure after the stream started) as the number of chunks before it and its text.
+    ``done``: the stream reached ``data: [DONE]``. The parsers (``ollama_stream.py``,
+    ``openai_stream.py``) assemble a reply from it.
+    """
+
+    chunks: tuple[dict[str, Any], ...]
+    error: tuple[int, str] | None = None
+    done: bool = False
+
+
+@dataclass(frozen=True)
 class StreamLimits:
     """The most a streamed reply may hold: lines (any, blank ones and SSE comments too)
     and chunks (NDJSON objects, SSE ``data:`` events). A real reply sends one chunk per
@@ -157,7 +174,8 @@ def reply_problem(api: str, stream: bool, text: str) -> str | None:
 def check_reply(
     api: str, stream: bool, text: str, limits: StreamLimits | None = None
 ) -> tuple[str | None, Any]:
-    """``(problem, body)``: :func:`reply_problem`, and a whole reply's parsed JSON (else None).
+    """``(problem, body)``: :func:`reply_problem`, and the reply read (None when it has a
+    problem): a whole reply's parsed JSON, a stream's :class:`Stream`.
 
     The body comes back so that a checked reply is not parsed a second time. A stream is
     first held to ``limits`` (:func:`stream_size_problem`; the defaults when None).
@@ -171,34 +189,43 @@ def check_reply(
             return _openai_chunk_problem(body, "reply", False), body
         return _ollama_chunk_problem(body, "reply", False), body
     too_long = stream_size_problem(api, text, limits or StreamLimits())
-    return too_long or _stream_problem(api, text), None
+    if too_long:
+        return too_long, None
+    return read_stream(api, text)
 
 
-def _stream_problem(api: str, text: str) -> str | None:
-    """The first problem of a stream up to where a client stops reading it: Ollama's first
-    ``done: true`` chunk, OpenAI's ``data: [DONE]``. What a server sends after that is no
-    part of the reply, so it is neither checked nor read."""
-    count = 0
+def read_stream(api: str, text: str) -> tuple[str | None, Stream | None]:
+    """A stream read once: ``(None, its Stream)``, or the first problem up to where a client
+    stops reading it (Ollama's first ``done: true`` chunk, OpenAI's ``data: [DONE]``) and None.
+    What a server sends after that is no part of the reply, so it is neither checked nor
+    read. No size limit here: :func:`check_reply` holds a reply to its limits first."""
+    check = _openai_chunk_problem if api == "openai" else _ollama_chunk_problem
+    chunks: list[dict[str, Any]] = []
+    error: tuple[int, str] | None = None
+    done = False
     for number, line in enumerate(text.splitlines(), 1):
         if api == "openai":
+            if line.startswith("error:"):
+                error = error or (len(chunks), line[6:].strip())
+                continue
             if not line.startswith("data:"):
                 continue
             line = line[5:].strip()
             if line == "[DONE]":
+                done = True
                 break
         elif not line.strip():
             continue
-        count += 1
         try:
             chunk = load_json(line)
         except ValueError as exc:
-            return f"stream line {number} is not JSON: {exc}"
-        check = _openai_chunk_problem if api == "openai" else _ollama_chunk_problem
+            return f"stream line {number} is not JSON: {exc}", None
         problem = check(chunk, f"stream line {number}", True)
         if problem:
-            return problem
+            return problem, None
+        chunks.append(chunk)
         if api == "ollama" and chunk.get("done") is True:
             break
-    if not count:
-        return "stream holds no events"
-    return None
+    if not chunks:
+        return "stream holds no events", None
+    return None, Stream(tuple(chunks), error, done)

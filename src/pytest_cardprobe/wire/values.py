@@ -2,7 +2,9 @@
 
 Each reader is used for the command-line option and for its ini key alike, so both refuse the
 same values with the same words; the caller puts the flag or the key in front of the reason.
-Nothing here contacts a server or touches a file.
+The commands (``cli/``) use the same readers for their own flags. Nothing here contacts a
+server or touches a file. They sit in the wire, below both the plugin's glue and the
+commands, since the server URL and header readers are the HTTP client's rules.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_cardprobe.files import MB, folder_typed
-from pytest_cardprobe.run.settings import DEFAULT_PORT
 from pytest_cardprobe.text import model_problem
+
+#: Ollama's port, for a server given as a bare host (``OLLAMA_HOST=myhost``).
+DEFAULT_PORT = 11434
 
 #: A reader: the text of a value to the value; ValueError("wants ..., got ...") when refused.
 Reader = Callable[[str], Any]
