@@ -18,6 +18,7 @@ from typing import Any
 from pytest_cardprobe.run.asking import OneTurn, TextJudge, WayOfAsking
 from pytest_cardprobe.run.breaker import Breaker
 from pytest_cardprobe.run.loop import ToolLoop, turn_request
+from pytest_cardprobe.run.result import probe_result
 from pytest_cardprobe.run.retry import RetryThroughTool
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import Suite
@@ -64,21 +65,6 @@ def recorded_digest(metadata: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value and len(value) <= 200 and value.isprintable():
             return value
     return None
-
-
-def new_result(probe: Probe, nodeid: str) -> ProbeResult:
-    """A passing result for ``probe``, to be filled in by its samples."""
-    return ProbeResult(
-        nodeid=nodeid,
-        suite=probe.suite.name,
-        model=probe.model,
-        channel=probe.channel,
-        condition=probe.condition,
-        case=probe.case.id,
-        status=Status.PASSED,
-        canary=probe.case.canary,
-        draft=True if not probe.case.reviewed else None,
-    )
 
 
 class Runtime:
@@ -271,13 +257,14 @@ class Runtime:
         expectations (``judge`` is unused), a loop's turns all going to the same server.
         """
         server = server or self.server
-        result = new_result(probe, nodeid)
+        result = probe_result(nodeid, probe)
         if probe.model in self.missing_models:
             result.status, result.message = Status.ERROR, self.missing_models[probe.model]
             return result
         if server in self.broken_servers:
             # Fail at once and leave the cassette alone: the server is not answering.
             result.status, result.message = Status.INFRA, self.broken_servers[server]
+            result.broken_server = redact_url(server)
             return result
         s = self.settings
         think = s.think or probe.suite.think or s.think_default
