@@ -9,11 +9,9 @@ how a probe asks (``asking.py``, ``retry.py``, ``loop.py``) and hands it itself 
 
 from __future__ import annotations
 
-import datetime
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pytest_cardprobe.run.asking import OneTurn, TextJudge, WayOfAsking
 from pytest_cardprobe.run.loop import ToolLoop, turn_request
@@ -38,30 +36,6 @@ from pytest_cardprobe.wire.errors import (
 )
 from pytest_cardprobe.wire.pool import ServerPool
 from pytest_cardprobe.wire.redact import redact_url
-
-
-def utc_now() -> str:
-    """The time now, as the cassettes and the baseline write it (ISO 8601, UTC, seconds)."""
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def recorded_at(metadata: Mapping[str, Any]) -> str | None:
-    """A cassette's recording time from its metadata, when it is a plausible one."""
-    value = metadata.get("recorded")
-    return value if isinstance(value, str) and len(value) <= 40 else None
-
-
-def recorded_digest(metadata: Mapping[str, Any]) -> str | None:
-    """The model's digest (or an OpenAI-compatible server's fingerprint) from a cassette's
-    metadata, when it is one: printable text of a plausible length, else None."""
-    model = metadata.get("model")
-    if not isinstance(model, dict):
-        return None
-    for key in ("digest", "system_fingerprint"):
-        value = model.get(key)
-        if isinstance(value, str) and value and len(value) <= 200 and value.isprintable():
-            return value
-    return None
 
 
 class Runtime:
@@ -206,18 +180,14 @@ class Runtime:
         with self.backend.open(
             path, fingerprint=prints, rerecord_hint=self._hint(nodeid, probe.model)
         ) as rec:
+            meta = rec.metadata
             if rec.live:
-                if serving:
-                    rec.metadata["server"] = serving
-                # Which suite file this cassette belongs to, and when it was recorded: a
-                # same-named suite file may not record over it (glue/recording.py), and the
-                # baseline keeps the time per case.
-                rec.metadata["suite_file"] = self._suite_file(probe.suite)
-                rec.metadata["recorded"] = utc_now()
-            result.recorded = recorded_at(rec.metadata)
-            if unsupported or rec.metadata.get("unsupported"):
-                rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
-                result.status, result.message = Status.UNSUPPORTED, rec.metadata["unsupported"]
+                meta.stamp(self._suite_file(probe.suite), serving)
+            result.recorded = meta.recorded
+            unsupported = unsupported or meta.unsupported
+            if unsupported:
+                meta.unsupported = unsupported
+                result.status, result.message = Status.UNSUPPORTED, unsupported
                 return result
             way = self.way_of_asking(probe, base, request, judge, server, rec.live)
             seen: list[str] = []
@@ -234,8 +204,8 @@ class Runtime:
                 if seen:
                     identity["system_fingerprint"] = seen[-1]
                 if identity:
-                    rec.metadata["model"] = identity
-            result.model_digest = recorded_digest(rec.metadata)
+                    meta.model = identity
+            result.model_digest = meta.digest
         return result
 
     def way_of_asking(
@@ -277,7 +247,7 @@ class Runtime:
                 result.status, result.message = Status.ERROR, str(exc)
                 return
             except Unsupported as exc:
-                rec.metadata["unsupported"] = str(exc)
+                rec.metadata.unsupported = str(exc)
                 result.status, result.message = Status.UNSUPPORTED, str(exc)
                 return
             except RequestRejected as exc:
