@@ -103,6 +103,11 @@ class Replay:
             return exc
         return None
 
+    @property
+    def playing(self) -> bool:
+        """True while a cassette is open for replay (a test is being replayed)."""
+        return bool(self._playing)
+
     def player(self) -> Player:
         """What the replay client sends its requests to instead of a network."""
         return self.play
