@@ -20,9 +20,7 @@ def _pool(**kwargs: Any) -> ServerPool:
         live_run=True, sends_live=True, api="ollama", parallel=1, breaker=2, warmup=True
     )
     options.update(kwargs)
-    return ServerPool(
-        lambda server: ClientSettings(base_url=server, retries=0, timeout=5), None, **options
-    )
+    return ServerPool(ClientSettings(base_url=DEAD, retries=0, timeout=5), None, **options)
 
 
 def test_the_breaker_opens_and_the_server_is_sent_nothing_more() -> None:
@@ -60,3 +58,15 @@ def test_capabilities_are_asked_once_per_model() -> None:
         )
     assert asked == ["m"]
     assert _pool(api="openai").tools_missing("m", DEAD) is None
+
+
+def test_each_server_gets_its_own_client_settings() -> None:
+    template = ClientSettings(base_url="http://a:1", headers={"X-Team": "t"}, retries=0)
+    pool = ServerPool(
+        template, None, live_run=False, sends_live=False, api="ollama", parallel=1,
+        breaker=5, warmup=False,
+    )  # fmt: skip
+    a, b = pool.client_for("http://a:1"), pool.client_for("http://b:2")
+    assert (a.settings.base_url, b.settings.base_url) == ("http://a:1", "http://b:2")
+    assert b.settings.headers == {"X-Team": "t"} and b.settings.headers is not template.headers
+    assert b.settings.retries == 0 and pool.client_for("http://b:2") is b

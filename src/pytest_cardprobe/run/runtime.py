@@ -59,7 +59,7 @@ class Runtime:
         self._suite_file = suite_file
         self.missing_models: dict[str, str] = {}
         self.pool = ServerPool(
-            settings.client_settings,
+            settings.client_settings(self.server),
             backend.player(),
             live_run=settings.live,
             sends_live=backend.live,

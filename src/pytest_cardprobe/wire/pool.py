@@ -9,6 +9,7 @@ replayed: through the backend's player), and asks, once each, what a model can d
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,7 @@ class ServerPool:
 
     def __init__(
         self,
-        client_settings: Callable[[str], ClientSettings],
+        client_settings: ClientSettings,
         player: Player | None,
         *,
         live_run: bool,
@@ -41,10 +42,11 @@ class ServerPool:
         breaker: int,
         warmup: bool,
     ) -> None:
-        """``client_settings`` gives a server's :class:`ClientSettings`; ``player`` stands in
-        for the network in replay. ``live_run``: a run that may ask servers (the breaker
-        counts, capabilities are asked); ``sends_live``: whether a request goes to the server
-        unless the caller says otherwise (the backend's ``live``)."""
+        """``client_settings`` are how every server is reached (each client gets a copy with
+        its server's ``base_url``); ``player`` stands in for the network in replay.
+        ``live_run``: a run that may ask servers (the breaker counts, capabilities are
+        asked); ``sends_live``: whether a request goes to the server unless the caller says
+        otherwise (the backend's ``live``)."""
         self._settings = client_settings
         self._player = player
         self.live_run, self.sends_live = live_run, sends_live
@@ -60,7 +62,10 @@ class ServerPool:
     def client_for(self, server: str) -> ChatClient:
         """The client of ``server``, created on first use (one connection pool per server)."""
         if server not in self._clients:
-            self._clients[server] = ChatClient(self._settings(server), player=self._player)
+            settings = dataclasses.replace(
+                self._settings, base_url=server, headers=dict(self._settings.headers)
+            )
+            self._clients[server] = ChatClient(settings, player=self._player)
         return self._clients[server]
 
     def close(self) -> None:
