@@ -195,6 +195,25 @@ def test_a_config_file_that_is_not_utf8_is_refused_not_rewritten(
     assert (tmp_path / "pytest.ini").read_bytes() == b"[pytest]\n# caf\xe9\naddopts = -q\n"
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (f"x = {'[' * 5000}{']' * 5000}\n", "not valid TOML"),
+        ('tool = "x"\n', "tool is a string, not a table"),
+        ("[tool]\npytest = 3\n", "tool.pytest is a number, not a table"),
+    ],
+    ids=["deep", "tool", "tool.pytest"],
+)
+def test_a_pyproject_init_cannot_add_to_is_refused_by_name_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, said: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert init(tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "pyproject.toml: " in err and said in err
+    assert (tmp_path / "pyproject.toml").read_text() == text
+
+
 def test_an_edited_config_file_keeps_its_mode(tmp_path: Path) -> None:
     config = tmp_path / "pytest.ini"
     config.write_text("[pytest]\naddopts = -q\n")

@@ -11,6 +11,7 @@ from pytest_cardprobe.cli.project import (
     BASELINE_KEY,
     DEFAULT_BASELINE,
     JSON_REPORT_KEY,
+    REDACT_FIELDS_KEY,
     ConfigProblem,
     find_project,
 )
@@ -75,6 +76,7 @@ def test_the_keys_are_the_option_tables() -> None:
     assert BY_NAME["baseline"].ini == BASELINE_KEY
     assert str(BY_NAME["baseline"].default) == DEFAULT_BASELINE
     assert BY_NAME["json_report"].ini == JSON_REPORT_KEY
+    assert BY_NAME["redact_fields"].ini == REDACT_FIELDS_KEY
 
 
 @pytest.mark.parametrize(
@@ -84,7 +86,10 @@ def test_the_keys_are_the_option_tables() -> None:
         ("tox.ini", "no section here\n", "cannot read it as an ini file"),
         ("pytest.ini", "[pytest]\ncardprobe_baseline = out/\n", "ini key cardprobe_baseline in"),
         ("pytest.toml", "[pytest]\ncardprobe_baseline = 3\n", "wants a file path, got 3"),
+        # tomllib recurses into nested arrays: deep enough, it raises RecursionError.
+        ("pyproject.toml", f"[tool.pytest]\nx = {'[' * 5000}{']' * 5000}\n", "as TOML"),
     ],
+    ids=["toml", "ini", "folder", "number", "deep"],
 )
 def test_a_broken_config_file_is_named(tmp_path: Path, name: str, text: str, said: str) -> None:
     (tmp_path / name).write_text(text)

@@ -68,7 +68,8 @@ def parser() -> argparse.ArgumentParser:
     )
     parse.add_argument(
         "--redact-field", action="append", default=[], metavar="KEY",
-        help="a request or reply body key to write as [redacted], beside the built-in ones",
+        help="a request or reply body key to write as [redacted], beside the built-in ones and "
+        "ini cardprobe_redact_fields",
     )  # fmt: skip
     parse.add_argument(
         "--max-capture-mb", type=megabytes_arg, default=16 * 1024 * 1024, metavar="MB",
@@ -88,6 +89,19 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """Run the proxy until Ctrl-C; exit 0 after the summary, 2 on a usage problem."""
     args = parser().parse_args(list(argv))
+    from pytest_cardprobe.cli.project import (
+        REDACT_FIELDS_KEY,
+        ConfigProblem,
+        find_project,
+        ini_lines,
+    )
+
+    try:
+        # The project's own secret keys (ini cardprobe_redact_fields), as a run redacts them.
+        project_fields = ini_lines(find_project(Path.cwd()), REDACT_FIELDS_KEY)
+    except ConfigProblem as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         import uvicorn  # noqa: F401
     except ImportError:
@@ -111,7 +125,8 @@ def main(argv: Sequence[str]) -> int:
         upstream = check_upstream(args.upstream)
         host, port = parse_listen(args.listen)
         sock = bind(host, port, args.allow_remote)
-        store = CaptureStore(args.out, upstream, [*DEFAULT_REDACT_FIELDS, *args.redact_field])
+        redact = [*DEFAULT_REDACT_FIELDS, *project_fields, *args.redact_field]
+        store = CaptureStore(args.out, upstream, redact)
         store.prepare()
     except (ServeProblem, FolderProblem) as exc:
         if "sock" in locals():

@@ -142,8 +142,10 @@ def _toml_change(path: Path, table: tuple[str, ...], models: Sequence[str]) -> C
     where = f"{path.name} [{shown}]"
     try:
         before = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InitError(f"{path}: not valid TOML ({exc}); fix it and run init again") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise InitError(
+            f"{path}: not valid TOML ({_toml_problem(exc)}); fix it and run init again"
+        ) from None
     current: Any = before
     for part in table:
         current = current.get(part, {}) if isinstance(current, dict) else {}
@@ -195,7 +197,7 @@ def _check_toml_kept(
     target.update(add)
     try:
         after = tomllib.loads(new)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         after = None
     if after != expected:
         raise InitError(
@@ -259,6 +261,26 @@ def _ini_change(path: Path, section: str, models: Sequence[str]) -> Change | lis
     return Change(path, bom + new, existed, summary, lines, notes)
 
 
+def _toml_problem(exc: Exception) -> str:
+    # tomllib recurses into nested arrays and tables: a deep enough file exhausts the stack.
+    return "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+
+
+def _table(path: Path, data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The table at ``keys`` ({} when absent); InitError when a key on the way is no table."""
+    found: Any = data
+    for depth, key in enumerate(keys, start=1):
+        found = found.get(key, {})
+        if not isinstance(found, dict):
+            kind = {str: "a string", list: "a list", bool: "a boolean"}.get(type(found))
+            kind = kind or ("a number" if isinstance(found, int | float) else "a date or time")
+            raise InitError(
+                f"{path}: {'.'.join(keys[:depth])} is {kind}, not a table, so init cannot add "
+                "its settings: fix the file first"
+            )
+    return dict(found)
+
+
 def config_change(root: Path, models: Sequence[str]) -> Change | list[str]:
     """The edit to the config file pytest would read in ``root``, or notes when none is needed.
 
@@ -274,10 +296,12 @@ def config_change(root: Path, models: Sequence[str]) -> Change | list[str]:
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         try:
-            tool_pytest = tomllib.loads(read_config(pyproject)[0])
-        except tomllib.TOMLDecodeError as exc:
-            raise InitError(f"{pyproject}: not valid TOML ({exc}); fix it first") from None
-        tool_pytest = tool_pytest.get("tool", {}).get("pytest", {})
+            data = tomllib.loads(read_config(pyproject)[0])
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            raise InitError(
+                f"{pyproject}: not valid TOML ({_toml_problem(exc)}); fix it first"
+            ) from None
+        tool_pytest = _table(pyproject, data, ("tool", "pytest"))
         if any(key != "ini_options" for key in tool_pytest):
             return _toml_change(pyproject, ("tool", "pytest"), models)
         if tool_pytest:

@@ -47,7 +47,8 @@ def parser() -> argparse.ArgumentParser:
     )
     parse.add_argument(
         "--redact-field", action="append", default=[], metavar="KEY",
-        help="a request or reply body key to blank, beside the built-in ones",
+        help="a request or reply body key to blank, beside the built-in ones and "
+        "ini cardprobe_redact_fields",
     )  # fmt: skip
     parse.add_argument(
         "--max-file-mb", type=megabytes_arg, default=DEFAULT_MAX_FILE_MB * 1024 * 1024,
@@ -65,7 +66,21 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.wire.redact import DEFAULT_REDACT_FIELDS
 
     args = parser().parse_args(list(argv))
-    reader = Reader([*DEFAULT_REDACT_FIELDS, *args.redact_field], args.max_file_mb)
+    from pytest_cardprobe.cli.project import (
+        REDACT_FIELDS_KEY,
+        ConfigProblem,
+        find_project,
+        ini_lines,
+    )
+
+    try:
+        # The project's own secret keys (ini cardprobe_redact_fields), as a run redacts them.
+        project_fields = ini_lines(find_project(Path.cwd()), REDACT_FIELDS_KEY)
+    except ConfigProblem as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    redact = [*DEFAULT_REDACT_FIELDS, *project_fields, *args.redact_field]
+    reader = Reader(redact, args.max_file_mb)
     try:
         for source in args.sources:
             reader.source(source)

@@ -37,6 +37,9 @@ from pytest_cardprobe.text import escape_control
 BASELINE_KEY = "cardprobe_baseline"
 DEFAULT_BASELINE = "cardprobe-baseline.json"
 JSON_REPORT_KEY = "cardprobe_json"
+#: The body keys written as ``[redacted]`` beside the built-in ones: ``capture`` and ``draft``
+#: honour the project's list as a run does.
+REDACT_FIELDS_KEY = "cardprobe_redact_fields"
 
 
 class ConfigProblem(Exception):
@@ -49,9 +52,11 @@ Values = dict[str, Any]
 def _toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        # tomllib recurses into nested arrays and tables: a deep enough file exhausts the stack.
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
         raise ConfigProblem(
-            f"{escape_control(str(path))}: cannot read it as TOML ({exc}); pytest cannot "
+            f"{escape_control(str(path))}: cannot read it as TOML ({why}); pytest cannot "
             "either: fix the file"
         ) from None
 
@@ -133,6 +138,19 @@ class Project:
         if problem:
             raise ConfigProblem(f"{self.where(key)} {problem}")
         return self.rootdir / raw.strip()
+
+
+def ini_lines(project: Project, key: str) -> list[str]:
+    """A ``linelist`` ini value as pytest reads it: one item a line (a TOML list item by
+    item), blank ones dropped; [] when the key is not set."""
+    raw = project.values.get(key)
+    if raw is None:
+        return []
+    items = raw.splitlines() if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        shown = escape_control(repr(raw))
+        raise ConfigProblem(f"{project.where(key)} wants one name a line, got {shown[:80]}")
+    return [item.strip() for item in items if item.strip()]
 
 
 def find_project(start: Path) -> Project:

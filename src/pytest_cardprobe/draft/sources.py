@@ -18,6 +18,7 @@ Request bodies and replies pass through the one redaction (``wire/redact.py``) f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -36,6 +37,7 @@ from pytest_cardprobe.wire.ollama_stream import parse_ollama_stream
 from pytest_cardprobe.wire.openai import parse_openai_reply
 from pytest_cardprobe.wire.openai_stream import parse_openai_stream
 from pytest_cardprobe.wire.redact import redact_fields
+from pytest_cardprobe.wire.shapes import reply_problem
 
 #: Ollama's request-log file names: ``20260509T003012.123456789Z-000001_api_chat_body.json``.
 OLLAMA_LOG = re.compile(r"^\d{8}T\d{6}(?:\.\d+)?Z-\d+_([A-Za-z0-9_]+)_body\.json$")
@@ -74,6 +76,10 @@ def reply_of(api: str, text: str, content_type: str = "") -> ChatReply:
     ValueError when it is none."""
     try:
         if is_stream(content_type, text):
+            # Checked as the runtime checks a reply: the parsers trust the shape.
+            problem = reply_problem(api, True, text)
+            if problem:
+                raise ValueError(problem)
             lines = text.splitlines()
             return parse_ollama_stream(lines) if api == "ollama" else parse_openai_stream(lines)
         body = load_json(text)
@@ -86,14 +92,20 @@ def reply_of(api: str, text: str, content_type: str = "") -> ChatReply:
 
 def whole_reply(body: dict[str, Any]) -> ChatReply:
     """A whole reply of either API, told apart by its shape (``choices`` or ``message``)."""
+    if "choices" in body:
+        api = "openai"
+    elif "message" in body:
+        api = "ollama"
+    else:
+        raise ValueError("the reply is neither an OpenAI chat completion nor an Ollama chat reply")
+    # Checked as the runtime checks a reply (``wire/shapes.py``): the parsers trust the shape.
+    problem = reply_problem(api, False, json.dumps(body))
+    if problem:
+        raise ValueError(problem)
     try:
-        if isinstance(body.get("choices"), list):
-            return parse_openai_reply(body)
-        if isinstance(body.get("message"), dict):
-            return parse_ollama_reply(body)
+        return parse_openai_reply(body) if api == "openai" else parse_ollama_reply(body)
     except InfraError as exc:
         raise ValueError(str(exc)) from None
-    raise ValueError("the reply is neither an OpenAI chat completion nor an Ollama chat reply")
 
 
 def _is_link(path: Path) -> bool:

@@ -22,6 +22,7 @@ from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.score.acceptance import Acceptance, parse_acceptances
 from pytest_cardprobe.score.aggregate import CANARY_VERDICTS
 from pytest_cardprobe.score.bounds import MAX_COUNT, is_count
+from pytest_cardprobe.text import escape_control
 
 BASELINE_FORMAT = 1
 #: A count a baseline may hold (bounds.py says why a billion).
@@ -77,8 +78,12 @@ class Baseline:
 
 def _want(ok: bool, where: str, what: str) -> None:
     if not ok:
+        # Ids and keys come from the file (a pull request can change it) and are shown on a
+        # terminal: control characters as escapes.
         raise BaselineError(
-            f"{where} must be {what}; regenerate it with --cardprobe-update-baseline"
+            escape_control(
+                f"{where} must be {what}; regenerate it with --cardprobe-update-baseline"
+            )
         )
 
 

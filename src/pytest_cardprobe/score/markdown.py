@@ -37,9 +37,10 @@ MARKER = "<!-- cardprobe-report -->"
 #: What GitHub would read as markup in a line of text, each alternative made inert by
 #: :func:`_inert`: ``&`` and ``<`` (entities, tags, comments), a backslash before
 #: punctuation (it would escape it), the emphasis, code and strike-through marks and a
-#: table's ``|``, a run of ``_`` (kept inside a word, where it never emphasises), a ``]``
-#: that would close a link or image (``](`` or ``][``), and a ``>`` that starts the text
-#: (a block quote).
+#: table's ``|``, a ``$`` (GitHub renders ``$…$`` as math, ``\\color`` and ``\\Huge`` too), a
+#: run of ``_`` (kept inside a word, where it never emphasises), a ``]`` that would close a
+#: link or image (``](`` or ``][``), and a ``>`` or ``#`` that starts the text (a block
+#: quote, a heading: a list item may hold either).
 #: What GitHub would turn into a link or a notification by itself, without any markup: a URL
 #: with a scheme (``https://``, ``mailto:x@y``), a bare ``www.`` host, an e-mail address, an
 #: ``@user`` or ``@org/team`` mention, an ``#123``, ``owner/repo#123`` or ``GH-123``
@@ -62,7 +63,7 @@ _LINKISH = re.compile(rf"(?P<link>{_LINK_START}[^\s`]*)", re.VERBOSE)
 #: A backslash is escaped before punctuation and before a link-like run (it would escape the
 #: backtick that opens the run's code span).
 _MARKUP = re.compile(
-    r"[&<]|\\(?=[!-/:-@\[-`{-~]|" + _LINK_START + r")|[`*~|]|_+|\](?=[(\[])|^>",
+    r"[&<]|\\(?=[!-/:-@\[-`{-~]|" + _LINK_START + r")|[`*~|$]|_+|\](?=[(\[])|^[>#]",
     re.VERBOSE,
 )
 _INERT = re.compile(f"{_LINKISH.pattern}|{_MARKUP.pattern}", re.VERBOSE | re.MULTILINE)

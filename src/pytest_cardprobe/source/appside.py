@@ -48,7 +48,9 @@ def main() -> int:
         traceback.print_exc()
         answer = {"ok": False, "error": _raised(exc)}
     try:
-        text = json.dumps(answer, ensure_ascii=False, allow_nan=False)
+        # ASCII: a lone surrogate in what the module holds is written as its escape (for the
+        # plugin to refuse by name), where UTF-8 could not encode it and no answer came.
+        text = json.dumps(answer, allow_nan=False)
     except (TypeError, ValueError) as exc:
         text = json.dumps({"ok": False, "error": f"the result is no JSON: {exc}"})
     with os.fdopen(answer_fd, "w", encoding="utf-8") as out:

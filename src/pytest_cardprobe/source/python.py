@@ -79,8 +79,12 @@ def _ask(request: dict[str, Any], what: str, bounds: Bounds) -> Read:
         )
     try:
         answer = load_json(finished.stdout.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         answer = None
+    except ValueError as exc:
+        # A whole answer the plugin will not read (nested too deep, a lone surrogate): what
+        # the module holds cannot go into a request.
+        raise SourceInvalid(f"{what}: holds what a request cannot carry ({exc}){tail}") from None
     if not isinstance(answer, dict) or not isinstance(answer.get("ok"), bool):
         raise SourceProblem(
             f"{what}: the subprocess that reads it exited (code {finished.code}) without an "

@@ -216,8 +216,11 @@ class SourceReader:
         read: Callable[[], Read],
     ) -> Outcome:
         policy = self.policy
-        where = snapshot_path(policy.cassette_dir, suite)
         done = _Outcomes(suite, entry, label)
+        try:
+            where = snapshot_path(policy.cassette_dir, suite)
+        except SourceProblem as exc:
+            return done.error(str(exc))
         try:
             entries = read_snapshot(where, policy.max_bytes) or {}
         except SourceProblem as exc:

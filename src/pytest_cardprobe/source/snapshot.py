@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_cardprobe.files import FileRefused, read_capped, shown, write_atomically
+from pytest_cardprobe.files import FileRefused, inside, read_capped, shown, write_atomically
 from pytest_cardprobe.jsonread import load_json
 from pytest_cardprobe.source.listing import checked
 from pytest_cardprobe.suite.sources import SourceProblem
@@ -31,8 +31,18 @@ _KEYS = ("source", "spec", "identity", "recorded", "digest", "value")
 
 
 def snapshot_path(cassette_dir: Path, suite: str) -> Path:
-    """Where the snapshot of suite ``suite`` lives."""
-    return cassette_dir / path_part(suite) / FILE_NAME
+    """Where the snapshot of suite ``suite`` lives; a SourceProblem when that is a link (or
+    in a linked folder) leading out of the cassette folder. As with a cassette, a recording
+    writes through a link, and one out of the folder (or a dangling one, which would create
+    its target) would write outside the project."""
+    path = cassette_dir / path_part(suite) / FILE_NAME
+    if not inside(path, [cassette_dir]):
+        raise SourceProblem(
+            f"the sources snapshot {shown(path)} leads outside the cassette folder "
+            f"{shown(cassette_dir)} (a symbolic link); cardprobe neither reads nor records "
+            "through it: remove the link"
+        )
+    return path
 
 
 def digest(value: Any) -> str:

@@ -166,11 +166,6 @@ def _matcher(value: Any, key: KeyPath, fail: Fail, *, inherited: bool) -> Matche
     return Matcher(kind, operand, ignore_case)
 
 
-def spec_names(specs: Sequence[CallSpec]) -> list[str]:
-    """The tool names of ``specs``, in order."""
-    return [s.name for s in specs]
-
-
 def declared_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     """Names of the functions in an OpenAI/Ollama ``tools`` list."""
     names: list[str] = []

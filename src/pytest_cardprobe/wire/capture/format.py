@@ -172,7 +172,7 @@ def read_capture(path: Path, max_bytes: int, where: str | None = None) -> Captur
     if not isinstance(data, dict) or CAPTURE_KEY not in data:
         raise CaptureProblem(f"{where}: not a capture file (no {CAPTURE_KEY!r} key)")
     version = data[CAPTURE_KEY]
-    if version != CAPTURE_VERSION:
+    if type(version) is not int or version != CAPTURE_VERSION:  # true and 1.0 equal 1
         raise CaptureProblem(
             f"{where}: capture format {version!r}; this pytest-cardprobe reads format "
             f"{CAPTURE_VERSION}"

@@ -36,27 +36,18 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-#: How long the upstream's reply may go on being read (and kept, no longer relayed) after its
-#: client hung up: long enough for the end of a body whose last event the client already
-#: read, short enough that an abandoned generation stops at once.
+#: How long a reply is still read (kept, not relayed) after its client hung up: enough for the
+#: end of a body whose last event the client read, short enough to stop abandoned generations.
 CLIENT_GONE_GRACE_S = 1.0
 
 #: Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus the ones the
 #: HTTP libraries on either side write themselves.
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
+# fmt: off
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade",
+})
+# fmt: on
 MB = 1024 * 1024
 
 
