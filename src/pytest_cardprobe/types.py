@@ -314,7 +314,7 @@ class ProbeResult(ArmKeyed):
     channel: str
     condition: str
     case: str
-    status: str
+    status: Status
     samples: list[SampleRecord] = field(default_factory=list)
     message: str | None = None
     # The server this test asked (live runs; None in replay).
@@ -344,6 +344,13 @@ class ProbeResult(ArmKeyed):
     # True for a case whose expectation no person has reviewed (``reviewed: false``): scored
     # apart, never gated nor written to the baseline. None otherwise (left out of reports).
     draft: bool | None = None
+    # The server (credentials redacted) whose circuit breaker had opened before this test
+    # asked anything: the test failed as infra unasked. None otherwise (left out of reports).
+    broken_server: str | None = None
+
+    def __post_init__(self) -> None:
+        # A status given as its plain string (a worker's JSON, a test) becomes the enum.
+        self.status = Status(self.status)
 
     @property
     def split(self) -> bool:
@@ -367,6 +374,7 @@ class ProbeResult(ArmKeyed):
             "problem",
             "changes",
             "draft",
+            "broken_server",
         ):
             if data[name] is None:
                 del data[name]

@@ -68,6 +68,6 @@ def test_the_samples_of_one_way_of_asking_share_one_written_body() -> None:
 )
 def test_a_cassettes_digest_is_taken_only_when_it_is_one(model: object, expected: object) -> None:
     """A hand-edited cassette's model digest of another type crashed the session's end."""
-    from pytest_cardprobe.run.runtime import recorded_digest
+    from pytest_cardprobe.wire.cassettes.metadata import CassetteMeta
 
-    assert recorded_digest({"model": model}) == expected
+    assert CassetteMeta({"model": model}).digest == expected

@@ -284,7 +284,7 @@ class TestLoop:
         from pytest_cardprobe.wire.cassettes.modes import backend_for
 
         runtime = Runtime(Settings(models=["m"]), backend_for("none"))
-        runtime._clients[runtime.server] = client  # type: ignore[assignment]
+        runtime.pool._clients[runtime.server] = client  # type: ignore[assignment]
         return runtime
 
     def test_stops_when_the_model_answers_and_feeds_results_back_in_order(

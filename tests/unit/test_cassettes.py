@@ -301,7 +301,7 @@ def test_cassettes_without_requests_or_fingerprint_are_checked_up_front(tmp_path
         pass
     assert asked == [1]
     with open_with(unsupported, {"model": "m"}, asked) as rec:
-        assert rec.metadata["unsupported"] == "m does not support tools"
+        assert rec.metadata.unsupported == "m does not support tools"
     # Recorded with the server's refusal in it: still answered from the metadata, so no
     # request will be matched and the fingerprint is checked up front too.
     refused = tmp_path / "refused.yaml"

@@ -286,7 +286,7 @@ def _run_loop(suite_path: Path, case: str, *replies: ChatReply) -> tuple[SampleR
 
     client = _Client(*replies)
     runtime = Runtime(Settings(models=["m"]), backend_for("none"))
-    runtime._clients[runtime.server] = client  # type: ignore[assignment]
+    runtime.pool._clients[runtime.server] = client  # type: ignore[assignment]
     probes = {(p.case.id, p.condition): p for p in expand(load_suite(suite_path), ["m"])}
     probe = probes[case, "required"]
     record, _ = ToolLoop(runtime, build_request(probe, {}), probe, runtime.server).sample(0)

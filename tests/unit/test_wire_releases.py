@@ -392,7 +392,7 @@ def test_a_shown_reply_names_the_servers_call_ids() -> None:
             return ChatReply("", tool_calls=calls, finish_reason="stop")
 
     runtime = Runtime(Settings(models=["m"]), backend_for("none"))
-    runtime._clients[runtime.server] = Scripted()  # type: ignore[assignment]
+    runtime.pool._clients[runtime.server] = Scripted()  # type: ignore[assignment]
     request = ChatRequest(model="m", messages=[{"role": "user", "content": "q"}])
     request.tools.append({"type": "function", "function": {"name": "render"}})
     seen: list[str] = []

@@ -14,13 +14,21 @@ from pytest_cardprobe.glue.hints import shell_quoted
 from pytest_cardprobe.glue.internal import InternalError, internal_report
 from pytest_cardprobe.glue.items import SuiteWarning
 from pytest_cardprobe.judge.card import REFERENCE_VOCABULARY, judge_card
+from pytest_cardprobe.run.result import probe_result
 from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.suite.askcall import CallAsk, call_probe_suite
 from pytest_cardprobe.suite.loader import CALL_CHANNEL, SuiteError, SuiteLimits
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
 from pytest_cardprobe.text import escape_control, model_problem
-from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Verdict
+from pytest_cardprobe.types import (
+    ChatReply,
+    ChatRequest,
+    ProbeResult,
+    SampleRecord,
+    Status,
+    Verdict,
+)
 from pytest_cardprobe.wire.cassettes.format import Recording
 from pytest_cardprobe.wire.cassettes.paths import fixture_cassette_path
 from pytest_cardprobe.wire.errors import CassetteProblem, ClientError
@@ -233,17 +241,10 @@ class Cardprobe:
         )
         return Asked(reply, record.route, verdict, record)
 
-    def result(self, status: str) -> ProbeResult:
+    def result(self, status: Status) -> ProbeResult:
         """This test's samples as a result record (kept out of suite arms)."""
-        return ProbeResult(
-            nodeid=self.nodeid,
-            suite="",
-            model=self.default_model or "",
-            channel="",
-            condition="",
-            case=self.nodeid,
-            status=status,
-            samples=list(self.samples),
+        return probe_result(
+            self.nodeid, None, status, model=self.default_model or "", samples=self.samples
         )
 
     def close(self) -> None:

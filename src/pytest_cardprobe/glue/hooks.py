@@ -277,7 +277,7 @@ def runtest_makereport(
     if isinstance(item, ProbeItem):
         result = item.result
         if result is not None:
-            show_against_baseline(report, result, item.shown)
+            show_against_baseline(report, item.shown)
             # item.user_properties reach --junitxml (through the teardown report) and xdist.
             for key, value in (
                 ("arm", result.arm_id),

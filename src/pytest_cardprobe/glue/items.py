@@ -15,8 +15,9 @@ from pytest_cardprobe.glue.hints import BUILTIN_PREFIX
 from pytest_cardprobe.glue.internal import InternalError, internal_report
 from pytest_cardprobe.glue.markers import marker_rule, marker_samples
 from pytest_cardprobe.glue.recording import path_problems
-from pytest_cardprobe.score.outcome import ACCEPTED, KNOWN, UNREVIEWED, Outcome, draft_outcome
-from pytest_cardprobe.score.rule import effective_at_least, settle
+from pytest_cardprobe.run.result import probe_result
+from pytest_cardprobe.score.outcome import ACCEPTED, KNOWN, UNREVIEWED, Outcome, score_result
+from pytest_cardprobe.score.rule import effective_at_least
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
 from pytest_cardprobe.types import ProbeResult, Status, Verdict
@@ -280,7 +281,6 @@ class ProbeItem(pytest.Item):
                 raise StaleCassette(drift[0], said=tuple(drift[1]))
             samples = self.samples()
             result = state.runtime.run(probe, samples, self.nodeid, text_judge, self.server)
-            settle(result, self.at_least(samples))  # k of n (score/rule.py)
         except CassetteProblem as exc:
             self._cassette_problem(state, exc)
             raise
@@ -291,12 +291,11 @@ class ProbeItem(pytest.Item):
             self.result = self._errored(text.splitlines()[0])
             raise InternalError(text) from None
         self.result = result
-        if result.draft:
-            self.shown = draft_outcome(result, state.settings.strict_review)
-            if self.shown is not None and self.shown.kind == UNREVIEWED:
-                raise UnreviewedDraft(self.shown.reason)
-        else:
-            self.shown = state.outcome(result, self.config.option.runxfail)
+        # The case rule (k of n) and the baseline's reading, in one call (score/outcome.py).
+        against = state.against(self.config.option.runxfail)
+        self.shown = score_result(result, self.at_least(samples), against)
+        if self.shown is not None and self.shown.kind == UNREVIEWED:
+            raise UnreviewedDraft(self.shown.reason)
         if result.status == Status.PASSED:
             return
         if result.status == Status.UNSUPPORTED:
@@ -326,17 +325,7 @@ class ProbeItem(pytest.Item):
 
     def _errored(self, message: str) -> ProbeResult:
         """The result of a test that errored before it had a verdict (counted, never gated)."""
-        probe = self.probe
-        return ProbeResult(
-            self.nodeid,
-            probe.suite.name,
-            probe.model,
-            probe.channel,
-            probe.condition,
-            probe.case.id,
-            status=Status.ERROR,
-            message=message,
-        )
+        return probe_result(self.nodeid, self.probe, Status.ERROR, message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """The per-sample report, the cassette problem or the internal error; no traceback."""

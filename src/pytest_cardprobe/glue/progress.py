@@ -349,7 +349,7 @@ class ProgressReporter:
             return
         self._start(plan_of_items(self.state, session.items))
         if self.progress is not None:
-            self.state.runtime.on_sent = self.request_sent
+            self.state.runtime.pool.on_sent = self.request_sent
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
         """xdist: the plan of what the first worker collected (all collect the same), before

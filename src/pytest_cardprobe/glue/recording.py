@@ -9,14 +9,14 @@ suite file differs from the one a folder already holds is a usage error naming b
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_cardprobe.files import shown
 from pytest_cardprobe.suite.builtin import BUILTIN_SUITES, builtin_suite_path
 from pytest_cardprobe.suite.loader import Suite
 from pytest_cardprobe.suite.matrix import Probe
-from pytest_cardprobe.wire.cassettes.format import METADATA_KEY
+from pytest_cardprobe.wire.cassettes.metadata import CassetteMeta
 from pytest_cardprobe.wire.cassettes.paths import cassette_path_problem, path_part
 from pytest_cardprobe.wire.cassettes.reading import read_cassette
 from pytest_cardprobe.wire.errors import CassetteProblem
@@ -63,9 +63,8 @@ def recorded_from(folder: Path, max_bytes: int) -> dict[str, Path]:
             data = read_cassette(path, max_bytes=max_bytes)
         except (CassetteProblem, OSError):
             continue
-        meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
-        source = meta.get("suite_file") if isinstance(meta, Mapping) else None
-        if isinstance(source, str) and source:
+        source = CassetteMeta.of(data).suite_file
+        if source is not None:
             found.setdefault(source, path)
     return found
 

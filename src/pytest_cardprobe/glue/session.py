@@ -311,23 +311,15 @@ def finish(session: pytest.Session, state: CardprobeState) -> None:
     session.config.hook.pytest_cardprobe_report(report=report, config=session.config)
 
 
-BREAKER_PREFIX = "circuit breaker open"
-
-
 def breaker_lines(results: list[ProbeResult]) -> list[str]:
     """One line per server whose breaker opened, with how many tests it spared."""
     spared: dict[str, int] = {}
     why: dict[str, str] = {}
     for result in results:
-        message = result.message or ""
-        if (
-            result.status == Status.INFRA
-            and message.startswith(BREAKER_PREFIX)
-            and not result.samples
-        ):
-            server = message.split(" on ", 1)[1].split(" ", 1)[0]
+        server = result.broken_server
+        if server is not None and not result.samples:
             spared[server] = spared.get(server, 0) + 1
-            why.setdefault(server, message)
+            why.setdefault(server, result.message or "")
     return [
         f"circuit breaker opened on {server}: {count} test(s) failed as infra and were not "
         f"asked — {why[server]}"

@@ -20,7 +20,7 @@ from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.score.aggregate import ArmScore
 from pytest_cardprobe.score.baseline import Baseline
 from pytest_cardprobe.score.gate import Gate
-from pytest_cardprobe.score.outcome import Outcome, outcome_of
+from pytest_cardprobe.score.outcome import Against
 from pytest_cardprobe.score.summary import Block
 from pytest_cardprobe.source.reader import SourceReader
 from pytest_cardprobe.suite.loader import Suite, SuiteLimits
@@ -212,13 +212,15 @@ class CardprobeState:
             baseline += f", gating against {self.base.shown} ({self.base.path} there)"
         return f"cardprobe: {doing}; {models}; {baseline}"
 
-    def outcome(self, result: ProbeResult, runxfail: bool) -> Outcome | None:
-        """How ``result`` shows against the baseline it is gated against: the base's when
-        a base ref is set (the change's own for a case the base lacks), else the committed
-        one; a flip is accepted by this update's reason, or by an acceptance the change
-        committed for this very base."""
+    def against(self, runxfail: bool) -> Against:
+        """What a test is read against (score/outcome.score_result): the base's baseline
+        when a base ref is set (the change's own for a case the base lacks), else the
+        committed one; a flip is accepted by this update's reason, or by an acceptance the
+        change committed for this very base."""
         own, base = self.baseline, self.base.baseline if self.base else None
-        return outcome_of(result, base or own, runxfail, own if base else None, self.accepts)
+        return Against(
+            base or own, own if base else None, self.accepts, runxfail, self.settings.strict_review
+        )
 
     def accepts(self, arm: str, case: str, before: str, after: str) -> str | None:
         """The reason a flip is accepted in this run, or None (score/outcome.Accepts)."""

@@ -19,16 +19,14 @@ REPORT_ATTR = "cardprobe"
 QUIET = ("not recorded", "stale")
 
 
-def show_against_baseline(
-    report: pytest.TestReport, result: ProbeResult, outcome: Outcome | None
-) -> None:
+def show_against_baseline(report: pytest.TestReport, outcome: Outcome | None) -> None:
     """Turn a known failure into xfailed, a gain into XPASS, and mark a flip as one.
 
-    ``outcome`` was decided where the test ran (:meth:`ProbeItem.runtest`).
+    ``outcome`` was decided where the test ran (:meth:`ProbeItem.runtest`, through
+    ``score/outcome.score_result``, which noted its word on the result too).
     """
     if outcome is None:
         return
-    result.outcome = outcome.kind
     if outcome.kind in (KNOWN, ACCEPTED):
         # What pytest's own xfail does; the reason stands in for the long failure report.
         report.outcome, report.longrepr = "skipped", outcome.reason

@@ -1,23 +1,21 @@
 """Run one probe: build its request, ask the server (live or through a cassette), judge.
 
-The :class:`Runtime` lives for one pytest session (one per xdist worker) and owns the
-connection pools, the circuit breaker and what the session learnt about models (unknown, no
-tool support, identity, warmed up). It picks how a probe asks (``asking.py``, ``retry.py``,
-``loop.py``) and hands it itself as the :class:`~pytest_cardprobe.run.asking.Exchange`.
+The :class:`Runtime` lives for one pytest session (one per xdist worker). Its servers are a
+:class:`~pytest_cardprobe.wire.pool.ServerPool` (clients, slots, breaker, what the session
+learnt of each server and model, warm-up); it keeps only which models are missing. It picks
+how a probe asks (``asking.py``, ``retry.py``, ``loop.py``) and hands it itself as the
+:class:`~pytest_cardprobe.run.asking.Exchange`.
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pytest_cardprobe.run.asking import OneTurn, TextJudge, WayOfAsking
-from pytest_cardprobe.run.breaker import Breaker
 from pytest_cardprobe.run.loop import ToolLoop, turn_request
+from pytest_cardprobe.run.result import probe_result
 from pytest_cardprobe.run.retry import RetryThroughTool
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import Suite
@@ -32,53 +30,12 @@ from pytest_cardprobe.wire.cassettes.paths import cassette_path
 from pytest_cardprobe.wire.cassettes.reading import recorded_identity
 from pytest_cardprobe.wire.client import ChatClient
 from pytest_cardprobe.wire.errors import (
-    ClientError,
-    InfraError,
     ModelNotFound,
     RequestRejected,
     Unsupported,
 )
+from pytest_cardprobe.wire.pool import ServerPool
 from pytest_cardprobe.wire.redact import redact_url
-from pytest_cardprobe.wire.slots import server_slot
-
-
-def utc_now() -> str:
-    """The time now, as the cassettes and the baseline write it (ISO 8601, UTC, seconds)."""
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def recorded_at(metadata: Mapping[str, Any]) -> str | None:
-    """A cassette's recording time from its metadata, when it is a plausible one."""
-    value = metadata.get("recorded")
-    return value if isinstance(value, str) and len(value) <= 40 else None
-
-
-def recorded_digest(metadata: Mapping[str, Any]) -> str | None:
-    """The model's digest (or an OpenAI-compatible server's fingerprint) from a cassette's
-    metadata, when it is one: printable text of a plausible length, else None."""
-    model = metadata.get("model")
-    if not isinstance(model, dict):
-        return None
-    for key in ("digest", "system_fingerprint"):
-        value = model.get(key)
-        if isinstance(value, str) and value and len(value) <= 200 and value.isprintable():
-            return value
-    return None
-
-
-def new_result(probe: Probe, nodeid: str) -> ProbeResult:
-    """A passing result for ``probe``, to be filled in by its samples."""
-    return ProbeResult(
-        nodeid=nodeid,
-        suite=probe.suite.name,
-        model=probe.model,
-        channel=probe.channel,
-        condition=probe.condition,
-        case=probe.case.id,
-        status=Status.PASSED,
-        canary=probe.case.canary,
-        draft=True if not probe.case.reviewed else None,
-    )
 
 
 class Runtime:
@@ -100,38 +57,31 @@ class Runtime:
         self._adjust = adjust
         self._hint = rerecord_hint
         self._suite_file = suite_file
-        self._clients: dict[str, ChatClient] = {}
         self.missing_models: dict[str, str] = {}
-        self.breaker = Breaker(settings.breaker)
-        self._capabilities: dict[str, list[str] | None] = {}
-        self._identities: dict[tuple[str, str], dict[str, str]] = {}
-        self._servers: dict[str, dict[str, str]] = {}
-        self._warmed: set[tuple[str, str]] = set()
-        self.on_sent: Callable[[], None] = lambda: None  # after each request sent live
+        self.pool = ServerPool(
+            settings.client_settings(self.server),
+            backend.player(),
+            live_run=settings.live,
+            sends_live=backend.live,
+            api=settings.api,
+            parallel=settings.parallel,
+            breaker=settings.breaker,
+            warmup=settings.warmup,
+        )
 
     @property
     def client(self) -> ChatClient:
         """The client of this worker's own server, created on first use."""
-        return self.client_for(self.server)
-
-    def client_for(self, server: str) -> ChatClient:
-        """The client of ``server``, created on first use (one connection pool per server)."""
-        if server not in self._clients:
-            self._clients[server] = ChatClient(
-                self.settings.client_settings(server), player=self.backend.player()
-            )
-        return self._clients[server]
+        return self.pool.client_for(self.server)
 
     def close(self) -> None:
         """Release the connection pools."""
-        for client in self._clients.values():
-            client.close()
-        self._clients.clear()
+        self.pool.close()
 
     @property
     def broken_servers(self) -> dict[str, str]:
         """Servers whose circuit breaker opened, with why."""
-        return self.breaker.open
+        return self.pool.broken
 
     def cassette_for(self, probe: Probe) -> Path:
         """The cassette path of one probe."""
@@ -144,63 +94,19 @@ class Runtime:
             probe.condition,
         )
 
-    def _tools_missing(self, model: str, server: str) -> str | None:
-        """Live Ollama only: why ``model`` cannot take tools, asked once per model."""
-        if not self.settings.live or self.settings.api != "ollama":
-            return None
-        if model not in self._capabilities:
-            try:
-                self._capabilities[model] = self.client_for(server).capabilities(model)
-            except (InfraError, ModelNotFound, RequestRejected):
-                self._capabilities[model] = None  # let the chat call report it
-        caps = self._capabilities[model]
-        if caps is not None and "tools" not in caps:
-            return f"{model} does not support tools (capabilities: {', '.join(caps)})"
-        return None
+    def send(
+        self, request: ChatRequest, server: str, live: bool | None = None, wire: str | None = None
+    ) -> tuple[ChatReply, float | None]:
+        """One request through the pool (slots, breaker, wall time: :meth:`ServerPool.send`)."""
+        return self.pool.send(request, server, live, wire)
+
+    def wire_text(self, request: ChatRequest, server: str) -> str | None:
+        """``request``'s body as replay matches it (:meth:`ServerPool.wire_text`)."""
+        return self.pool.wire_text(request, server)
 
     def adjust(self, request: ChatRequest, probe: Probe | None) -> None:
         """Let the adjust hook edit ``request`` (part of the Exchange the ways of asking use)."""
         self._adjust(request, probe)
-
-    def wire_text(self, request: ChatRequest, server: str) -> str | None:
-        """``request``'s body as the replay player of ``server``'s client is handed it (None
-        when that client sends live): a way of asking writes it once for all its samples."""
-        return self.client_for(server).played_text(request)
-
-    def send(
-        self,
-        request: ChatRequest,
-        server: str,
-        live: bool | None = None,
-        wire: str | None = None,
-    ) -> tuple[ChatReply, float | None]:
-        """One request to ``server`` and its wall time when it went to the server.
-
-        Live (default: the backend's), it first waits for one of the server's slots, so time
-        spent queued does not count against the request timeout. Infra failures count
-        toward the server's breaker (live runs only) and are raised; once it is open nothing
-        more is sent to that server. ``wire``: :meth:`wire_text` of ``request``, if known.
-        """
-        live = self.backend.live if live is None else live
-        broken = self.broken_servers.get(server)
-        if broken is not None:
-            raise InfraError(broken)
-        try:
-            if live:
-                with server_slot(server, self.settings.parallel):
-                    started = time.perf_counter()
-                    reply = self.client_for(server).chat(request, wire)
-                    wall: float | None = time.perf_counter() - started
-                self.on_sent()
-            else:
-                reply, wall = self.client_for(server).chat(request, wire), None
-        except InfraError as exc:
-            if self.settings.live:
-                self.breaker.note(server, str(exc))
-            raise
-        if self.settings.live:
-            self.breaker.note(server, None)
-        return reply, wall
 
     def ask(
         self,
@@ -218,45 +124,6 @@ class Runtime:
         way = OneTurn(self, request, channel, judge, server or self.server, live)
         return way.sample(index)
 
-    def identity(self, server: str, model: str) -> dict[str, str]:
-        """What ``server`` says ``model`` is (digest or id), asked once per server and model."""
-        key = (server, model)
-        if key not in self._identities:
-            try:
-                self._identities[key] = wire_identity.model_identity(self.client_for(server), model)
-            except (InfraError, ModelNotFound, RequestRejected):
-                self._identities[key] = {}  # the chat call reports what is wrong
-        return self._identities[key]
-
-    def server_identity(self, server: str) -> dict[str, str]:
-        """What ``server`` says it is (kind and version), asked once per server."""
-        if server not in self._servers:
-            try:
-                self._servers[server] = wire_identity.server_identity(self.client_for(server))
-            except (InfraError, ModelNotFound, RequestRejected):
-                self._servers[server] = {}  # the chat call reports what is wrong
-        return self._servers[server]
-
-    def warm_up(self, request: ChatRequest, server: str) -> dict[str, Any] | None:
-        """One unrecorded, unscored request before a model's first recorded one on ``server``.
-
-        The first reply after a server or model start is an outlier (measured on both real
-        servers), so it is spent here. Returns what to report, or None when already warm.
-        """
-        key = (server, request.model)
-        if not self.settings.warmup or key in self._warmed:
-            return None
-        self._warmed.add(key)
-        outcome: dict[str, Any] = {"model": request.model, "server": redact_url(server)}
-        with server_slot(server, self.settings.parallel):
-            started = time.perf_counter()
-            try:
-                self.client_for(server).chat(request)
-            except ClientError as exc:
-                outcome["error"] = str(exc)[:200]
-            outcome["seconds"] = round(time.perf_counter() - started, 3)
-        return outcome
-
     def run(
         self,
         probe: Probe,
@@ -271,13 +138,14 @@ class Runtime:
         expectations (``judge`` is unused), a loop's turns all going to the same server.
         """
         server = server or self.server
-        result = new_result(probe, nodeid)
+        result = probe_result(nodeid, probe)
         if probe.model in self.missing_models:
             result.status, result.message = Status.ERROR, self.missing_models[probe.model]
             return result
         if server in self.broken_servers:
             # Fail at once and leave the cassette alone: the server is not answering.
             result.status, result.message = Status.INFRA, self.broken_servers[server]
+            result.broken_server = redact_url(server)
             return result
         s = self.settings
         think = s.think or probe.suite.think or s.think_default
@@ -285,7 +153,7 @@ class Runtime:
         base = build_request(probe, s.base_options(), think, api=s.api)
         request = turn_request(self, base, [], probe)
         uses_tool = calls or probe.channel in ("tool", "retry")
-        unsupported = self._tools_missing(probe.model, server) if uses_tool else None
+        unsupported = self.pool.tools_missing(probe.model, server) if uses_tool else None
         path = self.cassette_for(probe)
         # A call suite's tools are the team's own file: an edit there is named "tools".
         label = "tools" if calls else "tool declaration"
@@ -296,34 +164,30 @@ class Runtime:
         identity: dict[str, str] = {}
         serving: dict[str, str] = {}
         # The request each sample starts with, for record mode stale to match as replay would.
-        first = lambda: self.client_for(server).wire_request(request)  # noqa: E731
+        first = lambda: self.pool.client_for(server).wire_request(request)  # noqa: E731
         if self.backend.records(path, prints, first, samples):
             result.server = redact_url(server)  # shown in reports: no credentials
             # Both happen before the cassette opens, so neither is recorded.
-            identity = dict(self.identity(server, probe.model))
-            serving = self.server_identity(server)
+            identity = dict(self.pool.identity(server, probe.model))
+            serving = self.pool.server_identity(server)
             before = recorded_identity(path)
             result.model_changed = wire_identity.model_change(before["model"], identity)
             result.server_changed = wire_identity.server_change(
                 before["server"], serving, request.options
             )
             if not unsupported:
-                result.warmup = self.warm_up(request, server)
+                result.warmup = self.pool.warm_up(request, server)
         with self.backend.open(
             path, fingerprint=prints, rerecord_hint=self._hint(nodeid, probe.model)
         ) as rec:
+            meta = rec.metadata
             if rec.live:
-                if serving:
-                    rec.metadata["server"] = serving
-                # Which suite file this cassette belongs to, and when it was recorded: a
-                # same-named suite file may not record over it (glue/recording.py), and the
-                # baseline keeps the time per case.
-                rec.metadata["suite_file"] = self._suite_file(probe.suite)
-                rec.metadata["recorded"] = utc_now()
-            result.recorded = recorded_at(rec.metadata)
-            if unsupported or rec.metadata.get("unsupported"):
-                rec.metadata["unsupported"] = unsupported or rec.metadata["unsupported"]
-                result.status, result.message = Status.UNSUPPORTED, rec.metadata["unsupported"]
+                meta.stamp(self._suite_file(probe.suite), serving)
+            result.recorded = meta.recorded
+            unsupported = unsupported or meta.unsupported
+            if unsupported:
+                meta.unsupported = unsupported
+                result.status, result.message = Status.UNSUPPORTED, unsupported
                 return result
             way = self.way_of_asking(probe, base, request, judge, server, rec.live)
             seen: list[str] = []
@@ -340,8 +204,8 @@ class Runtime:
                 if seen:
                     identity["system_fingerprint"] = seen[-1]
                 if identity:
-                    rec.metadata["model"] = identity
-            result.model_digest = recorded_digest(rec.metadata)
+                    meta.model = identity
+            result.model_digest = meta.digest
         return result
 
     def way_of_asking(
@@ -383,7 +247,7 @@ class Runtime:
                 result.status, result.message = Status.ERROR, str(exc)
                 return
             except Unsupported as exc:
-                rec.metadata["unsupported"] = str(exc)
+                rec.metadata.unsupported = str(exc)
                 result.status, result.message = Status.UNSUPPORTED, str(exc)
                 return
             except RequestRejected as exc:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_cardprobe.score.baseline import Baseline
-from pytest_cardprobe.score.rule import FAILED, PASSED, label_of
+from pytest_cardprobe.score.rule import FAILED, PASSED, label_of, settle
 from pytest_cardprobe.text import escape_control
 from pytest_cardprobe.types import VERDICT_STATUSES, ProbeResult
 
@@ -26,10 +26,12 @@ __all__ = [
     "PASSED",
     "UNREVIEWED",
     "Accepts",
+    "Against",
     "Outcome",
     "draft_outcome",
     "label_of",
     "outcome_of",
+    "score_result",
 ]
 KNOWN, GAIN, FLIP, ACCEPTED = "xfailed", "xpassed", "flipped", "accepted"
 #: Whether a flip (arm id, case, label before, label now) is accepted: its reason, or None.
@@ -105,3 +107,34 @@ def draft_outcome(result: ProbeResult, strict: bool) -> Outcome | None:
         return Outcome(PASSED)
     label = escape_control(label_of(result))
     return Outcome(KNOWN, f"unreviewed draft: {label} (not gated until reviewed)")
+
+
+@dataclass(frozen=True)
+class Against:
+    """What a judged test is read against where it ran: the baseline it is gated against
+    (the base's when a base ref is set), the one that answers for a case that lacks
+    (``fallback``: the change's own), which flips are accepted, pytest's ``--runxfail``, and
+    ``--cardprobe-strict-review`` for unreviewed drafted cases."""
+
+    baseline: Baseline | None = None
+    fallback: Baseline | None = None
+    accepts: Accepts | None = None
+    runxfail: bool = False
+    strict_review: bool = False
+
+
+def score_result(result: ProbeResult, at_least: int | None, against: Against) -> Outcome | None:
+    """The one score call of a test where it ran: apply the case rule (k of n,
+    ``score/rule.settle``), then read the result against the baseline (a drafted case against
+    its draft's rule) and note the outcome's word on the result. Returns the outcome, whose
+    reason pytest shows (None: not judged, or no baseline changes how it shows)."""
+    settle(result, at_least)
+    if result.draft:
+        shown = draft_outcome(result, against.strict_review)
+    else:
+        shown = outcome_of(
+            result, against.baseline, against.runxfail, against.fallback, against.accepts
+        )
+    if shown is not None:
+        result.outcome = shown.kind
+    return shown

@@ -92,6 +92,7 @@ RESULT: dict[str, Want] = {
     "problem": _optional(_one_of(PROBLEMS)),
     "changes": _optional(TEXTS),
     "draft": _optional(Want(lambda v: v is True, "true")),
+    "broken_server": OPTIONAL_TEXT,
 }
 SAMPLE: dict[str, Want] = {
     "index": _required(COUNT),

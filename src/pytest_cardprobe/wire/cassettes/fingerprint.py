@@ -12,7 +12,7 @@ from typing import Any
 from pytest_cardprobe.files import shown
 from pytest_cardprobe.types import ChatRequest
 from pytest_cardprobe.wire.body import without_call_ids
-from pytest_cardprobe.wire.cassettes.format import METADATA_KEY
+from pytest_cardprobe.wire.cassettes.metadata import CassetteMeta
 from pytest_cardprobe.wire.errors import StaleCassette
 from pytest_cardprobe.wire.redact import redact_fields
 
@@ -57,15 +57,9 @@ Prints = Callable[[], Mapping[str, str]]
 """A request's fingerprint, computed when first asked for (replay rarely needs it)."""
 
 
-def recorded_prints(data: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The fingerprint a cassette was recorded with; None when it has none (or an empty one)."""
-    found = ((data.get("metadata") or {}).get(METADATA_KEY) or {}).get("fingerprint")
-    return found if isinstance(found, dict) and found else None
-
-
 def check_fingerprint(path: Path, data: Mapping[str, Any], expected: Mapping[str, str]) -> None:
     """Raise :class:`StaleCassette` naming every part of the request that changed."""
-    recorded = recorded_prints(data)
+    recorded = CassetteMeta.of(data).fingerprint
     if recorded is None:
         raise StaleCassette(f"stale cassette {shown(path)}: it has no cardprobe fingerprint")
     changed = [k for k in expected if recorded.get(k) != expected[k]]

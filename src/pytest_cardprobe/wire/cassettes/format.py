@@ -1,7 +1,7 @@
 """What a cassette file holds and how it is written.
 
 vcrpy's format (``version: 1``: interactions of a request and a response) with the plugin's
-metadata under :data:`METADATA_KEY`, written as JSON that is also YAML (see
+metadata under :data:`METADATA_KEY` (``metadata.py``), written as JSON that is also YAML (see
 :func:`dump_cassette`).
 """
 
@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
-METADATA_KEY = "cardprobe"
+from pytest_cardprobe.wire.cassettes.metadata import FORMAT as FORMAT
+from pytest_cardprobe.wire.cassettes.metadata import METADATA_KEY as METADATA_KEY
+from pytest_cardprobe.wire.cassettes.metadata import CassetteMeta
+
 VCR_VERSION = 1  # the cassette format vcrpy writes (``version: 1``)
 # Deny by default: a header reaches a cassette only when replay needs it. Credentials come
 # under too many names (X-Auth, X-Access-Key, Ocp-Apim-Subscription-Key, OpenAI-Organization,
@@ -33,7 +35,7 @@ class Recording:
     # Cleared when a call ended in infra or the model was unknown: nothing gets written.
     keep: bool = True
     written: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: CassetteMeta = field(default_factory=CassetteMeta)
 
 
 def serialize_cassette(cassette_dict: Mapping[str, Any]) -> str:

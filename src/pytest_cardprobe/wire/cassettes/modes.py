@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB
 from pytest_cardprobe.wire.body import FirstRequest, Player
@@ -16,6 +17,36 @@ from pytest_cardprobe.wire.cassettes.replay import Replay
 from pytest_cardprobe.wire.shapes import StreamLimits
 
 RECORD_MODES = ("none", "once", "stale", "rewrite")
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """How a session reaches its model, chosen once from the record mode (:func:`backend_for`)
+    and handed to the runtime: :class:`Replay`, :class:`Record` and :class:`RecordMissing`
+    meet it."""
+
+    #: Whether a request goes to the server unless the caller says otherwise.
+    live: bool
+
+    def records(
+        self,
+        path: Path,
+        fingerprint: Prints | None,
+        first: FirstRequest | None = None,
+        samples: int = 1,
+    ) -> bool:
+        """True when the test whose cassette is ``path`` is recorded, not replayed."""
+        ...
+
+    def open(
+        self, path: Path, *, fingerprint: Prints | None, rerecord_hint: str
+    ) -> AbstractContextManager[Recording]:
+        """The cassette of one test while it runs: replayed or recorded."""
+        ...
+
+    def player(self) -> Player | None:
+        """What a client sends its requests to instead of the network; None: the network."""
+        ...
 
 
 class RecordMissing:
@@ -52,7 +83,7 @@ class RecordMissing:
         """The recorded answer when the current test replays, else None (it is recorded)."""
         # Tests run one at a time per process, so an open replay cassette means this
         # request belongs to a replayed test; a recorded test has none open.
-        if not self._replay._playing:
+        if not self._replay.playing:
             return None
         return self._replay.play(method, path, content)
 
@@ -92,10 +123,6 @@ class RecordMissing:
         backend: Replay | Record = self._record if decided else self._replay
         with backend.open(path, fingerprint=fingerprint, rerecord_hint=rerecord_hint) as rec:
             yield rec
-
-
-Backend = Replay | Record | RecordMissing
-"""How a session reaches its model: chosen once from the settings, handed to the runtime."""
 
 
 def backend_for(

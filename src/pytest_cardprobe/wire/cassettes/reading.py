@@ -20,7 +20,8 @@ import yaml
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB, FileRefused, read_capped, shown
 from pytest_cardprobe.jsonread import MAX_JSON_DEPTH, long_number, too_deep
 from pytest_cardprobe.wire.body import parsed_body
-from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, VCR_VERSION
+from pytest_cardprobe.wire.cassettes.format import VCR_VERSION
+from pytest_cardprobe.wire.cassettes.metadata import METADATA_KEY, CassetteMeta
 from pytest_cardprobe.wire.errors import CassetteProblem, CorruptCassette, NotRecorded
 from pytest_cardprobe.wire.shapes import StreamLimits, chat_api, check_reply
 
@@ -170,7 +171,7 @@ def checked_cassette(
             f"corrupt cassette {shown(path)}: its metadata is not a mapping with a "
             f"{METADATA_KEY} mapping; re-record it: {hint}"
         )
-    problem = metadata_problem(metadata.get(METADATA_KEY) or {})
+    problem = CassetteMeta.of(data).problem()
     if problem:
         raise CorruptCassette(f"corrupt cassette {shown(path)}: {problem}; re-record it: {hint}")
     interactions = data.get("interactions")
@@ -190,47 +191,6 @@ def checked_cassette(
             )
         replies.append(reply)
     return data, replies
-
-
-#: What each metadata entry the plugin reads must be: text, a whole number, or a mapping of
-#: text to text. A value of another type would become a skip reason, a report's message or a
-#: fingerprint compared as something it is not.
-_METADATA_TYPES: dict[str, str] = {
-    "format": "int",
-    "unsupported": "text",
-    "suite_file": "text",
-    "recorded": "text",
-    "fingerprint": "mapping",
-    "model": "mapping",
-    "server": "mapping",
-}
-_TYPE_WORDS = {"int": "a whole number", "text": "text", "mapping": "a mapping of text to text"}
-
-
-def metadata_problem(meta: dict[str, Any]) -> str | None:
-    """What is wrong with the types of a cassette's ``cardprobe`` metadata, or None.
-
-    Keys the plugin does not know are left alone (a later version may add some); the ones
-    it reads must have their type, so none of them reaches a message or a comparison as a
-    list, a number or a nested structure.
-    """
-    for key, kind in _METADATA_TYPES.items():
-        if key not in meta:
-            continue
-        value = meta[key]
-        if kind == "int":
-            fine = isinstance(value, int) and not isinstance(value, bool)
-        elif kind == "text":
-            fine = isinstance(value, str)
-        else:
-            fine = isinstance(value, dict) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-            )
-        if not fine:
-            return (
-                f"metadata {METADATA_KEY}.{key} is {type(value).__name__}, not {_TYPE_WORDS[kind]}"
-            )
-    return None
 
 
 def _interaction_problem(
@@ -342,14 +302,8 @@ def _asked_to_stream(body: Any) -> bool:
 def recorded_identity(path: Path) -> dict[str, dict[str, str]]:
     """What an existing cassette says it was recorded against: ``model`` (digest or id) and
     ``server`` (kind and version), each empty when unknown or unreadable."""
-    found: dict[str, dict[str, str]] = {"model": {}, "server": {}}
     try:
-        data = read_cassette(path)
+        meta = CassetteMeta.of(read_cassette(path))
     except CassetteProblem:
-        return found
-    meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
-    for key in found:
-        value = meta.get(key) if isinstance(meta, dict) else None
-        if isinstance(value, dict):
-            found[key] = {str(k): str(v) for k, v in value.items()}
-    return found
+        return {"model": {}, "server": {}}
+    return {"model": meta.model, "server": meta.server}

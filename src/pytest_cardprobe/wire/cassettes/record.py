@@ -13,13 +13,8 @@ from typing import Any
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MAX_FILE_KEY, MB, shown, write_atomically
 from pytest_cardprobe.wire.body import FirstRequest, parsed_body
 from pytest_cardprobe.wire.cassettes.fingerprint import Prints
-from pytest_cardprobe.wire.cassettes.format import (
-    FORMAT,
-    KEPT_HEADERS,
-    METADATA_KEY,
-    Recording,
-    serialize_cassette,
-)
+from pytest_cardprobe.wire.cassettes.format import KEPT_HEADERS, Recording, serialize_cassette
+from pytest_cardprobe.wire.cassettes.metadata import METADATA_KEY, CassetteMeta
 from pytest_cardprobe.wire.errors import CassetteNotWritten, CassetteProblem
 from pytest_cardprobe.wire.redact import redact_fields, redact_url
 from pytest_cardprobe.wire.unparsed import unparsed_status
@@ -156,10 +151,8 @@ class Record:
             persister=_LivePersister(rec, self.max_bytes, rerecord_hint),
             drop_unused_requests=True,
         ) as cassette:
-            rec.metadata = cassette.get_metadata(
-                METADATA_KEY,
-                {"format": FORMAT, "fingerprint": dict(fingerprint() if fingerprint else {})},
-            )
+            fresh = CassetteMeta.fresh(fingerprint() if fingerprint else {})
+            rec.metadata = CassetteMeta(cassette.get_metadata(METADATA_KEY, fresh))
             try:
                 yield rec
             except BaseException:

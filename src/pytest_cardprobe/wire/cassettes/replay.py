@@ -9,9 +9,10 @@ from typing import Any
 
 from pytest_cardprobe.files import DEFAULT_MAX_FILE_MB, MB
 from pytest_cardprobe.wire.body import FirstRequest, Player
-from pytest_cardprobe.wire.cassettes.fingerprint import Prints, check_fingerprint, recorded_prints
-from pytest_cardprobe.wire.cassettes.format import METADATA_KEY, Recording
+from pytest_cardprobe.wire.cassettes.fingerprint import Prints, check_fingerprint
+from pytest_cardprobe.wire.cassettes.format import Recording
 from pytest_cardprobe.wire.cassettes.matching import CassettePlayer
+from pytest_cardprobe.wire.cassettes.metadata import CassetteMeta
 from pytest_cardprobe.wire.cassettes.reading import checked_cassette
 from pytest_cardprobe.wire.errors import CassetteProblem, StaleCassette
 from pytest_cardprobe.wire.shapes import StreamLimits
@@ -57,16 +58,16 @@ class Replay:
 
     def _checked(
         self, path: Path, fingerprint: Prints | None, hint: str
-    ) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    ) -> tuple[dict[str, Any], list[Any], CassetteMeta]:
         """The cassette's data, checked replies and metadata, or the problem that stops
         its replay before any request (see :meth:`open`)."""
         data, replies = checked_cassette(path, hint, self.max_bytes, self.limits)
-        meta = (data.get("metadata") or {}).get(METADATA_KEY) or {}
+        meta = CassetteMeta.of(data)
         try:
             if fingerprint is not None:
-                if not data["interactions"] or meta.get("unsupported"):
+                if not data["interactions"] or meta.unsupported:
                     check_fingerprint(path, data, fingerprint())
-                elif not recorded_prints(data):
+                elif not meta.fingerprint:
                     check_fingerprint(path, data, {})  # refused: it has no fingerprint
         except StaleCassette as exc:
             raise exc.reworded(f"{exc}; re-record with: {hint}") from None
@@ -91,7 +92,7 @@ class Replay:
         """
         try:
             data, replies, meta = self._checked(path, fingerprint, "-")
-            if first is None or meta.get("unsupported"):
+            if first is None or meta.unsupported:
                 return None  # nothing will be asked (answered from the metadata), or unknown
             player = CassettePlayer(path, data, "-", self.redact, fingerprint, replies)
             method, wire_path, body = first()
@@ -101,6 +102,11 @@ class Replay:
         except CassetteProblem as exc:
             return exc
         return None
+
+    @property
+    def playing(self) -> bool:
+        """True while a cassette is open for replay (a test is being replayed)."""
+        return bool(self._playing)
 
     def player(self) -> Player:
         """What the replay client sends its requests to instead of a network."""
@@ -145,7 +151,7 @@ class Replay:
         """
         rec = Recording(path=path, live=False)
         data, replies, meta = self._checked(path, fingerprint, rerecord_hint)
-        rec.metadata = dict(meta)
+        rec.metadata = CassetteMeta(dict(meta.raw))
         rec.samples = len(data["interactions"])
         player = CassettePlayer(path, data, rerecord_hint, self.redact, fingerprint, replies)
         self._playing.append(player)
