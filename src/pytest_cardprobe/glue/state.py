@@ -76,6 +76,7 @@ class CardprobeState:
     _runtime: Runtime | None = None
     _sources: SourceReader | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
+    _carried: list[str] | None = None
 
     @property
     def builtin_files(self) -> set[Path]:
@@ -114,7 +115,9 @@ class CardprobeState:
 
     def rerecord_hint(self, nodeid: str, model: str) -> str:
         """The command that records the test ``nodeid`` again, with this run's options."""
-        return rerecord_hint(nodeid, model, carried_options(self.config.invocation_params.args))
+        if self._carried is None:
+            self._carried = carried_options(self.config.invocation_params.args)
+        return rerecord_hint(nodeid, model, self._carried)
 
     def suite_file(self, suite: Suite) -> str:
         """The identity a recording of ``suite`` writes (glue/recording.py)."""
