@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,18 +15,18 @@ from pytest_cardprobe.glue.hints import BUILTIN_PREFIX
 from pytest_cardprobe.glue.internal import InternalError, internal_report
 from pytest_cardprobe.glue.markers import marker_rule, marker_samples
 from pytest_cardprobe.glue.recording import path_problems
+from pytest_cardprobe.judge.registry import BoundJudge
 from pytest_cardprobe.run.result import probe_result
 from pytest_cardprobe.score.outcome import ACCEPTED, KNOWN, UNREVIEWED, Outcome, score_result
 from pytest_cardprobe.score.rule import effective_at_least
 from pytest_cardprobe.suite.loader import Suite, SuiteError, load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
-from pytest_cardprobe.types import ProbeResult, Status, Verdict
+from pytest_cardprobe.types import ProbeResult, Status
 from pytest_cardprobe.wire.errors import CassetteProblem, StaleCassette
 from pytest_cardprobe.wire.redact import run_secrets
 
 if TYPE_CHECKING:
     from pytest_cardprobe.glue.state import CardprobeState
-    from pytest_cardprobe.judge.registry import Judge
     from pytest_cardprobe.suite.toollint import LintFinding
 
 #: The marker of every probe test (registered in plugin.py): ``-m "not cardprobe"`` leaves
@@ -155,11 +155,6 @@ def builtin_suite_files(session: pytest.Session, names: list[str]) -> list[Suite
     ]
 
 
-def _text_judge(judge: Judge, probe: Probe) -> Callable[[str], Verdict]:
-    """``judge`` bound to one probe's case and suite: it then reads only the answer's text."""
-    return lambda text: judge(text, probe.case, probe.suite)
-
-
 class ToolLintWarning(pytest.PytestWarning):
     """A call suite's tool declaration that small models handle badly (suite/toollint.py)."""
 
@@ -275,12 +270,20 @@ class ProbeItem(pytest.Item):
             # Card suites are judged on the answer's text; call suites by the call judge.
             text_judge = None
             if not probe.suite.is_call_suite:
-                text_judge = _text_judge(state.judge_for(probe.suite.judge), probe)
+                text_judge = BoundJudge(state.judge_for(probe.suite.judge), probe.case, probe.suite)
             drift = state.sources_read and state.sources.drift(probe.suite.name)
             if drift:  # a source changed since the snapshot its cassettes were recorded with
                 raise StaleCassette(drift[0], said=tuple(drift[1]))
             samples = self.samples()
-            result = state.runtime.run(probe, samples, self.nodeid, text_judge, self.server)
+            result = state.runtime.run(
+                probe,
+                samples,
+                self.nodeid,
+                text_judge,
+                self.server,
+                hint=state.rerecord_hint(self.nodeid, probe.model),
+                suite_file=state.suite_file(probe.suite),
+            )
         except CassetteProblem as exc:
             self._cassette_problem(state, exc)
             raise

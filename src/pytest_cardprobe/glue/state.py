@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ class CardprobeState:
     _runtime: Runtime | None = None
     _sources: SourceReader | None = None
     _judges: dict[str, Judge] = field(default_factory=dict)
+    _carried: list[str] | None = None
 
     @property
     def builtin_files(self) -> set[Path]:
@@ -97,7 +99,6 @@ class CardprobeState:
             if workerinput is not None:
                 index = int(str(workerinput.get("workerid", "gw0")).lstrip("gw") or 0)
             hook = self.config.hook
-            carried = carried_options(self.config.invocation_params.args)
             self._runtime = Runtime(
                 self.settings,
                 backend_for(
@@ -107,13 +108,20 @@ class CardprobeState:
                     limits=self.settings.stream_limits,
                 ),
                 server_index=index,
-                adjust=lambda request, probe: hook.pytest_cardprobe_adjust_request(
-                    request=request, probe=probe, config=self.config
-                ),
-                rerecord_hint=lambda nodeid, model: rerecord_hint(nodeid, model, carried),
-                suite_file=lambda suite: suite_file(suite, self.config.rootpath),
+                # The hook itself, so the runtime calls the plugins, not a closure of glue's.
+                adjust=functools.partial(hook.pytest_cardprobe_adjust_request, config=self.config),
             )
         return self._runtime
+
+    def rerecord_hint(self, nodeid: str, model: str) -> str:
+        """The command that records the test ``nodeid`` again, with this run's options."""
+        if self._carried is None:
+            self._carried = carried_options(self.config.invocation_params.args)
+        return rerecord_hint(nodeid, model, self._carried)
+
+    def suite_file(self, suite: Suite) -> str:
+        """The identity a recording of ``suite`` writes (glue/recording.py)."""
+        return suite_file(suite, self.config.rootpath)
 
     @property
     def sources_read(self) -> SourceReader | None:

@@ -24,3 +24,17 @@ def card_judge(text: str, case: Case, suite: Suite) -> Verdict:
 
 
 BUILTIN_JUDGES: dict[str, Judge] = {"card": card_judge}
+
+
+class BoundJudge:
+    """A judge bound to one case and suite: it then reads only the answer's text. An object
+    of the judge stage rather than a closure built in glue, so the asking stage calls down
+    into the judge, never back up into glue."""
+
+    __slots__ = ("case", "judge", "suite")
+
+    def __init__(self, judge: Judge, case: Case, suite: Suite) -> None:
+        self.judge, self.case, self.suite = judge, case, suite
+
+    def __call__(self, text: str) -> Verdict:
+        return self.judge(text, self.case, self.suite)

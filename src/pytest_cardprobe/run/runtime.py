@@ -18,7 +18,6 @@ from pytest_cardprobe.run.loop import ToolLoop, turn_request
 from pytest_cardprobe.run.result import probe_result
 from pytest_cardprobe.run.retry import RetryThroughTool
 from pytest_cardprobe.run.settings import Settings
-from pytest_cardprobe.suite.loader import Suite
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Status
@@ -47,16 +46,12 @@ class Runtime:
         backend: Backend,
         *,
         server_index: int = 0,
-        adjust: Callable[[ChatRequest, Probe | None], None] = lambda r, p: None,
-        rerecord_hint: Callable[[str, str], str] = lambda nodeid, model: "pytest --live",
-        suite_file: Callable[[Suite], str] = lambda suite: suite.path.name,
+        adjust: Callable[..., object] | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self.server = settings.servers[server_index % len(settings.servers)]
         self._adjust = adjust
-        self._hint = rerecord_hint
-        self._suite_file = suite_file
         self.missing_models: dict[str, str] = {}
         self.pool = ServerPool(
             settings.client_settings(self.server),
@@ -106,7 +101,8 @@ class Runtime:
 
     def adjust(self, request: ChatRequest, probe: Probe | None) -> None:
         """Let the adjust hook edit ``request`` (part of the Exchange the ways of asking use)."""
-        self._adjust(request, probe)
+        if self._adjust is not None:
+            self._adjust(request=request, probe=probe)
 
     def ask(
         self,
@@ -131,11 +127,17 @@ class Runtime:
         nodeid: str,
         judge: TextJudge | None = None,
         server: str | None = None,
+        *,
+        hint: str = "pytest --live",
+        suite_file: str | None = None,
     ) -> ProbeResult:
         """Ask ``probe`` ``samples`` times on ``server`` (default: this worker's) and judge.
 
         Card suites are judged by ``judge``; call suites by the call judge against their
         expectations (``judge`` is unused), a loop's turns all going to the same server.
+        ``hint``: the command that records this test again (said when its cassette is stale
+        or missing); ``suite_file``: the identity a recording writes for the suite's file
+        (default its name). Glue hands both in as values, so nothing here calls back into it.
         """
         server = server or self.server
         result = probe_result(nodeid, probe)
@@ -177,12 +179,10 @@ class Runtime:
             )
             if not unsupported:
                 result.warmup = self.pool.warm_up(request, server)
-        with self.backend.open(
-            path, fingerprint=prints, rerecord_hint=self._hint(nodeid, probe.model)
-        ) as rec:
+        with self.backend.open(path, fingerprint=prints, rerecord_hint=hint) as rec:
             meta = rec.metadata
             if rec.live:
-                meta.stamp(self._suite_file(probe.suite), serving)
+                meta.stamp(suite_file or probe.suite.path.name, serving)
             result.recorded = meta.recorded
             unsupported = unsupported or meta.unsupported
             if unsupported:
