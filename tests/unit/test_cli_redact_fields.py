@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_draft import ASK, WEATHER
 
 from pytest_cardprobe.__main__ import main
-from tests.unit.test_draft import ASK, WEATHER
 
 SECRET = "S3CR3T-VALUE-4821"
 INI = "[pytest]\ncardprobe_redact_fields =\n    session_secret\n"

@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.unit.test_draft import ASK, WEATHER, capture, chat, draft, ollama_reply
+from test_draft import ASK, WEATHER, capture, chat, draft, ollama_reply
 
 OPENAI_BAD = [
     {"choices": [{"message": True}]},

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_source_snapshot import project, reader  # noqa: F401
 
 from pytest_cardprobe.suite.sources import PromptSource, SourceProblem, ToolSource
-from tests.unit.test_source_snapshot import project, reader  # noqa: F401
 
 DEEP = """
 _d = []

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_source_snapshot import SOURCE, SUITE, project, reader  # noqa: F401
 
 from pytest_cardprobe.source.snapshot import FILE_NAME, snapshot_path
 from pytest_cardprobe.suite.sources import PromptSource, SourceProblem
-from tests.unit.test_source_snapshot import SOURCE, SUITE, project, reader  # noqa: F401
 
 
 @pytest.mark.parametrize("linked", ["file", "dangling file", "folder"])
