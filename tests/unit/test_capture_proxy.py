@@ -332,6 +332,32 @@ def test_secrets_in_headers_urls_and_bodies_never_reach_the_capture(tmp_path: Pa
         assert secret not in text
 
 
+@pytest.mark.parametrize(
+    ("body", "kind", "dropped"),
+    [
+        (b"api_key=SECRET123&q=hello", "application/x-www-form-urlencoded", "not JSON"),
+        (b"prompt: hi\napi_key: SECRET123\n", "text/plain", "not JSON"),
+        (b'"api_key=SECRET123"', "application/json", "JSON, not an object"),
+        (b'[{"role": "user", "content": "api_key=SECRET123"}]', "application/json",
+         "JSON, not an object"),
+    ],
+)  # fmt: skip
+def test_a_request_body_the_redaction_cannot_read_keeps_none_of_its_content(
+    tmp_path: Path, body: bytes, kind: str, dropped: str
+) -> None:
+    with Upstream() as up:
+        up.script["/api/chat"] = json_reply({"error": "bad request"}, status=400)
+        with running_proxy(up.url, tmp_path) as (proxy, store):
+            got = httpx.post(f"{proxy}/api/chat", content=body, headers={"Content-Type": kind})
+    assert got.status_code == 400 and up.requests[0].body == body  # relayed as it was
+    assert store.written == 1
+    folder = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert b"SECRET123" not in folder
+    (request,) = [c["request"] for c in captures(tmp_path)]
+    assert request["body"] is None and request["dropped"] == dropped
+    assert request["bytes"] == len(body) and request["content_type"] == kind
+
+
 def test_a_chat_route_under_a_prefix_of_the_applications_own_is_captured(tmp_path: Path) -> None:
     with Upstream() as up:
         up.script["/gw/v1/chat/completions"] = json_reply({"choices": []})

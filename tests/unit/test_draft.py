@@ -436,3 +436,22 @@ def test_a_reply_cut_short_keeps_its_question_and_an_error_answer_is_left_out(
     assert case.prompt == "Cut?" and case.expect is None
     assert "its reply was cut short (the client went away" in out
     assert "answered 404; left out" in out and "answered 502 (cardprobe capture" in out
+
+
+def test_a_capture_whose_request_body_was_not_json_is_left_out_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    folder = capture(tmp_path / "caps", [(chat(ASK), ollama_reply("x"))])
+    store = CaptureStore(folder, "http://127.0.0.1:11434", [])
+    reply = json.dumps(ollama_reply("y"))
+    for body in (b"api_key=SECRET123&q=hi", b'"api_key=SECRET123"'):
+        store.write(Exchange("ollama", "POST", "/api/chat", time.perf_counter(),
+                             {"content-type": "application/x-www-form-urlencoded"}, body,
+                             status=200, reply_text=reply))  # fmt: skip
+    code, out = draft(tmp_path, folder)
+    assert code == 0, out
+    assert "its request body was not JSON (22 bytes, content type " in out
+    assert "its request body was JSON, not an object (19 bytes" in out
+    assert out.count("so capture kept none of it; left out") == 2
+    assert "declare no tools" not in out and "SECRET123" not in out
+    assert len(load_suite(tmp_path / "cases" / "app.yaml").cases) == 1

@@ -175,6 +175,10 @@ class Reader:
         except CaptureProblem as exc:
             self.read.skipped.append(str(exc))
             return
+        if found.unread_request is not None:
+            # Nothing to draft from: no question, no tools (not "an exchange without tools").
+            self._skip(where, f"{found.unread_request}; left out")
+            return
         seen = Seen(where, found.api, redact_fields(found.request, self.redact))
         seen.streamed = found.stream
         seen.upstream = found.upstream

@@ -5,12 +5,17 @@ A capture file is a JSON object (docs/design.md §4, "The capture proxy")::
     {"cardprobe_capture": 1, "api": "ollama" | "openai", "method": "POST",
      "path": "/api/chat", "upstream": URL, "started": ISO time, "seconds": float,
      "first_byte_seconds": float | null,
-     "request": {"headers": {...}, "body": JSON | null, "text": str | null},
+     "request": {"headers": {...}, "body": object | null, "bytes": int,
+                 "content_type": str, "dropped": str | null},
      "reply": {"status": int | null, "headers": {...}, "content_type": str,
                "body": str, "bytes": int, "truncated": bool},
      "error": str | null}
 
-``request.body`` is the request's JSON (``text`` holds a body that is not JSON), ``reply.body``
+``request.body`` is the request's JSON object; a body that is not one (form fields, text, a
+JSON string or list) is not kept at all, since the redaction finds secrets by key only:
+``body`` is null and ``dropped`` says why (``"not JSON"``, ``"JSON, not an object"``), with
+the body's size in ``bytes`` and its ``content_type`` beside it (files written before this
+kept up to 10,000 characters of such a body as ``text``; the reader reads neither). ``reply.body``
 the reply's text as the server sent it after gzip is undone (an NDJSON or SSE stream whole),
 ``reply.bytes`` how many bytes the server sent, and ``truncated`` whether the file holds less
 than that (the capture keeps at most a set number of bytes of a reply; the application still
@@ -116,6 +121,8 @@ class CapturedExchange:
     error: str | None
     #: The server the exchange went to (credentials already blanked), when the file says.
     upstream: str | None = None
+    #: Why the request has no body to draft from (it was not a JSON object), else None.
+    unread_request: str | None = None
 
     @property
     def stream(self) -> bool:
@@ -181,8 +188,9 @@ def read_capture(path: Path, max_bytes: int, where: str | None = None) -> Captur
     request = _field(data, "request", _is_dict, "a mapping", where)
     reply = _field(data, "reply", _is_dict, "a mapping", where)
     body = request.get("body")
+    unread = None
     if not isinstance(body, dict):
-        body = {}
+        body, unread = {}, _unread_request(request)
     error = data.get("error")
     return CapturedExchange(
         path=path,
@@ -194,7 +202,22 @@ def read_capture(path: Path, max_bytes: int, where: str | None = None) -> Captur
         truncated=reply.get("truncated") is True,
         error=error if isinstance(error, str) else None,
         upstream=_upstream(data.get("upstream")),
+        unread_request=unread,
     )
+
+
+def _unread_request(request: Mapping[str, Any]) -> str:
+    """Why a capture holds no request body, in words: what capture wrote down of it (its
+    size and content type, never its content), or what the file says."""
+    dropped, size, kind = request.get("dropped"), request.get("bytes"), request.get("content_type")
+    if type(size) is int and size == 0:
+        return "its request had no body"
+    why = dropped if dropped in ("not JSON", "JSON, not an object") else "not a JSON object"
+    detail = [f"{size:,} bytes"] if type(size) is int and size > 0 else []
+    if isinstance(kind, str) and kind and len(kind) <= 200 and kind.isprintable():
+        detail.append(f"content type {kind!r}")
+    said = f" ({', '.join(detail)})" if detail else ""
+    return f"its request body was {why}{said}, so capture kept none of it"
 
 
 def _upstream(value: Any) -> str | None:

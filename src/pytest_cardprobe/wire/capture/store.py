@@ -70,6 +70,23 @@ def write_new(path: Path, text: str) -> None:
         raise
 
 
+def request_body(raw: bytes, fields: Sequence[str]) -> tuple[Any, str | None]:
+    """A chat request's body as its capture file keeps it: the JSON object with the redacted
+    keys blanked, and None; or None and why nothing of it is kept. Only a JSON object has
+    keys the redaction can find, so a body that is not one (form fields, text, a JSON string
+    or list) is not kept at all: the file says so, with its size and content type, and holds
+    none of its bytes (docs/design.md §4, "capture/"). An empty body is None and None."""
+    if not raw:
+        return None, None
+    try:
+        value = json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None, "not JSON"
+    if not isinstance(value, dict):
+        return None, "JSON, not an object"
+    return redact_fields(value, fields), None
+
+
 class FolderProblem(Exception):
     """The capture folder cannot be used; the message says why and names it."""
 
@@ -148,13 +165,7 @@ class CaptureStore:
 
     def document(self, exchange: Exchange) -> dict[str, Any]:
         """The capture file of ``exchange``, every secret through the one redaction."""
-        body: Any = None
-        text: str | None = None
-        raw = exchange.request_body.decode("utf-8", "replace")
-        try:
-            body = redact_fields(json.loads(raw), self.redact) if raw else None
-        except (ValueError, RecursionError):
-            text = raw[:10_000]
+        body, dropped = request_body(exchange.request_body, self.redact)
         content_type = exchange.reply_headers.get("content-type", "")
         seconds = (exchange.ended or exchange.started) - exchange.started
         first = None if exchange.first_byte is None else exchange.first_byte - exchange.started
@@ -170,7 +181,9 @@ class CaptureStore:
             "request": {
                 "headers": redact_headers(exchange.request_headers),
                 "body": body,
-                "text": text,
+                "bytes": len(exchange.request_body),
+                "content_type": exchange.request_headers.get("content-type", "")[:200],
+                "dropped": dropped,
             },
             "reply": {
                 "status": exchange.status,
