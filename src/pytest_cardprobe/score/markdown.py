@@ -83,13 +83,48 @@ def _inert(match: re.Match[str]) -> str:
     return _ENTITIES.get(found) or "\\" + found
 
 
-def md_text(text: str) -> str:
-    """Text that reads as itself in GitHub Markdown, in a table cell or a list item: control
-    characters shown as escapes (a line break would end the cell), markup made inert, URLs,
-    e-mail addresses, ``@`` mentions and ``#`` references shown as code (never a live link or
-    a notification), and nothing else touched (``->``, ``tool_calls`` and ``[0-8%]`` stay
-    as they are). Every line that can hold model or suite text goes through it."""
+def md_inline(text: str) -> str:
+    """Text that reads as itself in GitHub Markdown where only inline markup can start: a
+    table cell, a heading's or an emphasis's text. Control characters shown as escapes (a
+    line break would end the cell), markup made inert, URLs, e-mail addresses, ``@``
+    mentions and ``#`` references shown as code (never a live link or a notification), and
+    nothing else touched (``->``, ``tool_calls`` and ``[0-8%]`` stay as they are)."""
     return _INERT.sub(_inert, escape_control(text))
+
+
+#: What would start a block where a line or a list item's text begins (after up to three
+#: spaces), each made inert by :func:`_inert_start`: a ``>`` or ``#`` (a block quote, a
+#: heading), a ``[`` opening a link reference or footnote definition (``[x]: http://evil``
+#: renders as nothing and turns every ``[x]`` of the report into that link) or a task-list
+#: box (``[ ]``, ``[x]``), a bullet (``-`` or ``+`` and a space, or alone; ``*`` is escaped
+#: everywhere), a thematic break of ``-``, and an ordered list's ``1.`` or ``1)``.
+_BLOCK_START = re.compile(
+    r"""^(?P<indent>\ {0,3})(?:
+      (?P<quote>[>\#])
+    | (?P<bracket>\[)(?=[\ xX]\](?:\ |$)|.*\]:)
+    | (?P<bullet>[-+])(?=\ |$)
+    | (?P<rule>-)(?=(?:\ *-){2,}\ *$)
+    | (?P<number>\d{1,9})(?P<dot>[.)])(?=\ |$)
+    )""",
+    re.VERBOSE,
+)
+
+
+def _inert_start(match: re.Match[str]) -> str:
+    indent, number = match.group("indent"), match.group("number")
+    if number is not None:
+        return f"{indent}{number}\\{match.group('dot')}"
+    found = match.group()[len(indent) :]
+    return indent + (_ENTITIES.get(found) or "\\" + found)
+
+
+def md_text(text: str) -> str:
+    """Text that reads as itself in GitHub Markdown where it begins a line or a list item:
+    :func:`md_inline`, and what would start a block there (a quote, a heading, a list, a
+    thematic break, a link reference definition, a task-list box) made inert; text that
+    starts with none of these is exactly :func:`md_inline`'s. Every line that can hold model
+    or suite text goes through one of the two."""
+    return _BLOCK_START.sub(_inert_start, md_inline(text), count=1)
 
 
 def _inert_link(found: str) -> str:
@@ -100,23 +135,20 @@ def _inert_link(found: str) -> str:
     return "`" + found.replace("|", "\\|") + "`"
 
 
-_md_cell = md_text
-
-
 def markdown(arms: Sequence[ArmScore], gate: Gate | None, blocks: Sequence[Block] = ()) -> str:
     """A Markdown report fit for a pull-request comment; the summary blocks come right after
     the gate's line."""
     out = [MARKER, "## cardprobe", ""]
     if gate:
-        out += [f"**Gate: {gate.decision}** — {_md_cell(gate.summary)}", ""]
+        out += [f"**Gate: {gate.decision}** — {md_inline(gate.summary)}", ""]
     for block in blocks:
-        out += [f"### {_md_cell(block.title)}", ""]
-        out += [*(f"- {_md_cell(line)}" for line in block.lines), ""]
+        out += [f"### {md_inline(block.title)}", ""]
+        out += [*(f"- {md_text(line)}" for line in block.lines), ""]
     if gate:
         if gate.coverage:
-            out += [f"_{_md_cell(gate.coverage)}_", ""]
+            out += [f"_{md_inline(gate.coverage)}_", ""]
         if gate.other_mode_line:
-            out += [f"_{_md_cell(gate.other_mode_line)}_", ""]
+            out += [f"_{md_inline(gate.other_mode_line)}_", ""]
     shown: set[str] = set()
     for number, group in enumerate(groups(arms)):
         headers, body = rows(group, gate)
@@ -124,17 +156,17 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None, blocks: Sequence[Block
         out += [""] if number else []
         out.append("| " + " | ".join(headers) + " |")
         out.append("|" + "---|" * len(headers))
-        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in body)
-    out += [f"\n_{_md_cell(line)}_" for line in legend(shown)]
+        out.extend("| " + " | ".join(md_inline(c) for c in r) + " |" for r in body)
+    out += [f"\n_{md_inline(line)}_" for line in legend(shown)]
     for section in sections(arms):
         out += ["", f"### {section.title}", ""]
         out.append("| " + " | ".join(section.headers) + " |")
         out.append("|" + "---|" * len(section.headers))
-        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in section.body)
+        out.extend("| " + " | ".join(md_inline(c) for c in r) + " |" for r in section.body)
     canary = canary_lines(gate)
     if canary:
         out += ["", "### Canaries", ""]
-        out.extend(f"- {_md_cell(line)}" for line in canary)
+        out.extend(f"- {md_text(line)}" for line in canary)
     if gate:
         for title, items in (
             ("Regressions", gate.regressions),
@@ -146,23 +178,23 @@ def markdown(arms: Sequence[ArmScore], gate: Gate | None, blocks: Sequence[Block
         ):
             if items:
                 out += ["", f"### {title}", ""]
-                out.extend(f"- {_md_cell(line)}" for line in items)
+                out.extend(f"- {md_text(line)}" for line in items)
     flips = flip_lines(gate)
     if flips:
         out += ["", "### Flipped cases", ""]
-        out.extend(f"- {_md_cell(line)}" for line in flips)
+        out.extend(f"- {md_text(line)}" for line in flips)
     headers, timing = timing_table(arms)
     if timing:
         out += ["", f"### {TIMING_TITLE[0].upper()}{TIMING_TITLE[1:]}", ""]
         out.append("| " + " | ".join(headers) + " |")
         out.append("|" + "---|" * len(headers))
-        out.extend("| " + " | ".join(_md_cell(c) for c in r) + " |" for r in timing)
+        out.extend("| " + " | ".join(md_inline(c) for c in r) + " |" for r in timing)
     changes = model_changes(arms)
     if changes:
         out += ["", "### Model or server changed since the recording", ""]
-        out.extend(f"- {_md_cell(line)}" for line in changes)
+        out.extend(f"- {md_text(line)}" for line in changes)
     unstable = unstable_lines(arms, gate)
     if unstable:
         out += ["", f"### {UNSTABLE_TITLE[0].upper()}{UNSTABLE_TITLE[1:]}", ""]
-        out.extend(f"- {_md_cell(line)}" for line in unstable)
+        out.extend(f"- {md_text(line)}" for line in unstable)
     return "\n".join(out) + "\n"

@@ -15,7 +15,7 @@ from pytest_cardprobe.score.baseline import Baseline, BaselineError, parse_basel
 from pytest_cardprobe.score.charts import ADOPTION_LINE, PASS_LINE, Series, esc, line_chart
 from pytest_cardprobe.score.columns import pct
 from pytest_cardprobe.score.html import page
-from pytest_cardprobe.score.markdown import md_text
+from pytest_cardprobe.score.markdown import md_inline, md_text
 from pytest_cardprobe.score.report import table
 from pytest_cardprobe.score.stats import interval_text
 from pytest_cardprobe.text import escape_control
@@ -152,19 +152,15 @@ def trend_lines(trend: Trend) -> list[str]:
     return [escape_control(line) for line in lines]
 
 
-def _md(text: str) -> str:
-    return md_text(text)
-
-
 def trend_markdown(trend: Trend) -> str:
     """The same tables as Markdown."""
-    out = ["## cardprobe trend", "", f"{_md(trend.path)}: {len(trend.commits)} version(s)"]
+    out = ["## cardprobe trend", "", f"{md_text(trend.path)}: {len(trend.commits)} version(s)"]
     for arm_id in trend.arms:
-        out += ["", f"### {_md(arm_id)}", "", "| " + " | ".join(HEADERS) + " |"]
+        out += ["", f"### {md_inline(arm_id)}", "", "| " + " | ".join(HEADERS) + " |"]
         out.append("|" + "---|" * len(HEADERS))
-        out += ["| " + " | ".join(_md(c) for c in r) + " |" for r in arm_rows(trend, arm_id)]
+        out += ["| " + " | ".join(md_inline(c) for c in r) + " |" for r in arm_rows(trend, arm_id)]
     if trend.skipped:
-        out += ["", "### Skipped", "", *(f"- {_md(s)}" for s in trend.skipped)]
+        out += ["", "### Skipped", "", *(f"- {md_text(s)}" for s in trend.skipped)]
     return "\n".join(out) + "\n"
 
 
