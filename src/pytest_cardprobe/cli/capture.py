@@ -15,23 +15,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_cardprobe.cli import invoked_as, megabytes_arg
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"wants a number of seconds, got {text!r}") from None
-    if not 0 < value <= 86_400:
-        raise argparse.ArgumentTypeError(f"wants seconds above 0, at most 86400, got {text!r}")
-    return value
-
-
-def _folder(text: str) -> Path:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("wants a folder, got an empty path")
-    return Path(text)
+from pytest_cardprobe.cli import (
+    add_redact_field,
+    folder_arg,
+    invoked_as,
+    megabytes_arg,
+    seconds_arg,
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -58,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
         help=f"where the proxy listens (default {DEFAULT_LISTEN}; port 0 picks a free one)",
     )
     parse.add_argument(
-        "--out", default=Path("captures"), type=_folder, metavar="DIR",
+        "--out", default=Path("captures"), type=folder_arg, metavar="DIR",
         help="the capture folder (default ./captures; created with a .gitignore)",
     )  # fmt: skip
     parse.add_argument(
@@ -66,11 +56,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow a listen address other machines can reach (refused otherwise)",
     )
-    parse.add_argument(
-        "--redact-field", action="append", default=[], metavar="KEY",
-        help="a request or reply body key to write as [redacted], beside the built-in ones and "
-        "ini cardprobe_redact_fields",
-    )  # fmt: skip
+    add_redact_field(parse, "write as [redacted]")
     parse.add_argument(
         "--max-capture-mb", type=megabytes_arg, default=16 * 1024 * 1024, metavar="MB",
         help="bytes of one reply kept in its capture file (default 16); the client gets all",
@@ -80,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
         help="largest request body passed on (default 64); a larger one is answered 413",
     )  # fmt: skip
     parse.add_argument(
-        "--upstream-timeout", type=_seconds, default=600.0, metavar="S",
+        "--upstream-timeout", type=seconds_arg, default=600.0, metavar="S",
         help="silence allowed while waiting for the server's reply (default 600)",
     )  # fmt: skip
     return parse
@@ -89,18 +75,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """Run the proxy until Ctrl-C; exit 0 after the summary, 2 on a usage problem."""
     args = parser().parse_args(list(argv))
-    from pytest_cardprobe.cli.project import (
-        REDACT_FIELDS_KEY,
-        ConfigProblem,
-        find_project,
-        ini_lines,
-    )
+    from pytest_cardprobe.cli.project import redact_keys
 
-    try:
-        # The project's own secret keys (ini cardprobe_redact_fields), as a run redacts them.
-        project_fields = ini_lines(find_project(Path.cwd()), REDACT_FIELDS_KEY)
-    except ConfigProblem as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    redact = redact_keys(args.redact_field)
+    if redact is None:
         return 2
     try:
         import uvicorn  # noqa: F401
@@ -119,13 +97,11 @@ def main(argv: Sequence[str]) -> int:
         serve,
     )
     from pytest_cardprobe.wire.capture.store import CaptureStore, FolderProblem
-    from pytest_cardprobe.wire.redact import DEFAULT_REDACT_FIELDS
 
     try:
         upstream = check_upstream(args.upstream)
         host, port = parse_listen(args.listen)
         sock = bind(host, port, args.allow_remote)
-        redact = [*DEFAULT_REDACT_FIELDS, *project_fields, *args.redact_field]
         store = CaptureStore(args.out, upstream, redact)
         store.prepare()
     except (ServeProblem, FolderProblem) as exc:

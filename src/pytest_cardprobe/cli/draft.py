@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_cardprobe.cli import invoked_as, megabytes_arg
+from pytest_cardprobe.cli import add_redact_field, invoked_as, megabytes_arg
 
 #: The largest file (or JSONL line) read, in MB.
 DEFAULT_MAX_FILE_MB = 64
@@ -45,11 +45,7 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument(
         "--force", action="store_true", help="replace the suite, tools and prompt files if present"
     )
-    parse.add_argument(
-        "--redact-field", action="append", default=[], metavar="KEY",
-        help="a request or reply body key to blank, beside the built-in ones and "
-        "ini cardprobe_redact_fields",
-    )  # fmt: skip
+    add_redact_field(parse, "blank")
     parse.add_argument(
         "--max-file-mb", type=megabytes_arg, default=DEFAULT_MAX_FILE_MB * 1024 * 1024,
         metavar="MB", help=f"largest file or JSONL line read (default {DEFAULT_MAX_FILE_MB})",
@@ -63,23 +59,13 @@ def main(argv: Sequence[str]) -> int:
     from pytest_cardprobe.draft.sources import Reader, SourceProblem
     from pytest_cardprobe.draft.write import write_suites
     from pytest_cardprobe.text import escape_control
-    from pytest_cardprobe.wire.redact import DEFAULT_REDACT_FIELDS
 
     args = parser().parse_args(list(argv))
-    from pytest_cardprobe.cli.project import (
-        REDACT_FIELDS_KEY,
-        ConfigProblem,
-        find_project,
-        ini_lines,
-    )
+    from pytest_cardprobe.cli.project import redact_keys
 
-    try:
-        # The project's own secret keys (ini cardprobe_redact_fields), as a run redacts them.
-        project_fields = ini_lines(find_project(Path.cwd()), REDACT_FIELDS_KEY)
-    except ConfigProblem as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    redact = redact_keys(args.redact_field)
+    if redact is None:
         return 2
-    redact = [*DEFAULT_REDACT_FIELDS, *project_fields, *args.redact_field]
     reader = Reader(redact, args.max_file_mb)
     try:
         for source in args.sources:

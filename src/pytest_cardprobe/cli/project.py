@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import configparser
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -173,3 +173,20 @@ def find_project(start: Path) -> Project:
         if (folder / "setup.py").is_file():
             return Project(folder, None)
     return Project(start, None)
+
+
+def redact_keys(given: Sequence[str]) -> list[str] | None:
+    """The body keys ``capture`` and ``draft`` blank: the built-in ones, the project's ini
+    ``cardprobe_redact_fields`` (the project of the working folder; a run blanks the same)
+    and the command's ``--redact-field`` keys. None, the problem said on stderr, when the
+    project's config cannot be read (the command then exits 2)."""
+    import sys
+
+    from pytest_cardprobe.wire.redact import DEFAULT_REDACT_FIELDS
+
+    try:
+        project_fields = ini_lines(find_project(Path.cwd()), REDACT_FIELDS_KEY)
+    except ConfigProblem as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    return [*DEFAULT_REDACT_FIELDS, *project_fields, *given]
