@@ -5,6 +5,10 @@ The :class:`Runtime` lives for one pytest session (one per xdist worker). Its se
 learnt of each server and model, warm-up); it keeps only which models are missing. It picks
 how a probe asks (``asking.py``, ``retry.py``, ``loop.py``) and hands it itself as the
 :class:`~pytest_cardprobe.run.asking.Exchange`.
+
+:meth:`Runtime.run` is a probe's road: refuse early (model missing, server broken), build the
+request, the live preamble (one call of the wire, ``wire/preamble.py``), open the recording,
+ask the samples the probe's way, return the result.
 """
 
 from __future__ import annotations
@@ -21,12 +25,10 @@ from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.matrix import Probe
 from pytest_cardprobe.suite.request import build_request
 from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult, SampleRecord, Status
-from pytest_cardprobe.wire import identity as wire_identity
-from pytest_cardprobe.wire.cassettes.fingerprint import fingerprint
+from pytest_cardprobe.wire.cassettes.fingerprint import Prints, fingerprint
 from pytest_cardprobe.wire.cassettes.format import Recording
 from pytest_cardprobe.wire.cassettes.modes import Backend
 from pytest_cardprobe.wire.cassettes.paths import cassette_path
-from pytest_cardprobe.wire.cassettes.reading import recorded_identity
 from pytest_cardprobe.wire.client import ChatClient
 from pytest_cardprobe.wire.errors import (
     ModelNotFound,
@@ -34,6 +36,7 @@ from pytest_cardprobe.wire.errors import (
     Unsupported,
 )
 from pytest_cardprobe.wire.pool import ServerPool
+from pytest_cardprobe.wire.preamble import Preamble, prepare
 from pytest_cardprobe.wire.redact import redact_url
 
 
@@ -141,72 +144,94 @@ class Runtime:
         """
         server = server or self.server
         result = probe_result(nodeid, probe)
-        if probe.model in self.missing_models:
-            result.status, result.message = Status.ERROR, self.missing_models[probe.model]
+        if self._refused(result, probe.model, server):
             return result
-        if server in self.broken_servers:
-            # Fail at once and leave the cassette alone: the server is not answering.
-            result.status, result.message = Status.INFRA, self.broken_servers[server]
-            result.broken_server = redact_url(server)
-            return result
-        s = self.settings
-        think = s.think or probe.suite.think or s.think_default
-        calls = probe.suite.is_call_suite
-        base = build_request(probe, s.base_options(), think, api=s.api)
-        request = turn_request(self, base, [], probe)
-        uses_tool = calls or probe.channel in ("tool", "retry")
-        unsupported = self.pool.tools_missing(probe.model, server) if uses_tool else None
-        path = self.cassette_for(probe)
-        # A call suite's tools are the team's own file: an edit there is named "tools".
-        label = "tools" if calls else "tool declaration"
-        # Computed once, and only if asked for: replay needs it only to say what changed.
-        prints = functools.cache(
-            lambda: fingerprint(request, tools_label=label, redact=s.redact_fields)
-        )
-        identity: dict[str, str] = {}
-        serving: dict[str, str] = {}
-        # The request each sample starts with, for record mode stale to match as replay would.
-        first = lambda: self.pool.client_for(server).wire_request(request)  # noqa: E731
-        if self.backend.records(path, prints, first, samples):
-            result.server = redact_url(server)  # shown in reports: no credentials
-            # Both happen before the cassette opens, so neither is recorded.
-            identity = dict(self.pool.identity(server, probe.model))
-            serving = self.pool.server_identity(server)
-            before = recorded_identity(path)
-            result.model_changed = wire_identity.model_change(before["model"], identity)
-            result.server_changed = wire_identity.server_change(
-                before["server"], serving, request.options
-            )
-            if not unsupported:
-                result.warmup = self.pool.warm_up(request, server)
+        base, request = self._requests(probe)
+        unsupported = self._tools_missing(probe, server)
+        path, prints = self.cassette_for(probe), self._prints(probe, request)
+        before = self._preamble(result, probe, request, server, path, prints, samples, unsupported)
         with self.backend.open(path, fingerprint=prints, rerecord_hint=hint) as rec:
-            meta = rec.metadata
-            if rec.live:
-                meta.stamp(suite_file or probe.suite.path.name, serving)
-            result.recorded = meta.recorded
-            unsupported = unsupported or meta.unsupported
-            if unsupported:
-                meta.unsupported = unsupported
-                result.status, result.message = Status.UNSUPPORTED, unsupported
+            before.stamp(rec, suite_file or probe.suite.path.name)
+            result.recorded = rec.metadata.recorded
+            if self._unsupported(result, rec, unsupported):
                 return result
             way = self.way_of_asking(probe, base, request, judge, server, rec.live)
-            seen: list[str] = []
-
-            def one(index: int) -> SampleRecord:
-                record, reply = way.sample(index)
-                # OpenAI-compatible servers name their build per reply; keep the last one.
-                if reply is not None and reply.raw.get("system_fingerprint"):
-                    seen.append(str(reply.raw["system_fingerprint"]))
-                return record
-
-            self._ask_samples(probe, samples, result, rec, one)
-            if rec.live:
-                if seen:
-                    identity["system_fingerprint"] = seen[-1]
-                if identity:
-                    meta.model = identity
-            result.model_digest = meta.digest
+            build = self._ask_samples(probe, samples, result, rec, way)
+            before.keep_model(rec, build)
+            result.model_digest = rec.metadata.digest
         return result
+
+    def _refused(self, result: ProbeResult, model: str, server: str) -> bool:
+        """True, with why in ``result``, when the probe cannot be asked at all: its model is
+        missing, or ``server``'s breaker is open (fail at once, leave the cassette alone)."""
+        if model in self.missing_models:
+            result.status, result.message = Status.ERROR, self.missing_models[model]
+            return True
+        if server in self.broken_servers:
+            result.status, result.message = Status.INFRA, self.broken_servers[server]
+            result.broken_server = redact_url(server)
+            return True
+        return False
+
+    def _requests(self, probe: Probe) -> tuple[ChatRequest, ChatRequest]:
+        """The probe's request before the adjust hook and its first turn after it."""
+        s = self.settings
+        think = s.think or probe.suite.think or s.think_default
+        base = build_request(probe, s.base_options(), think, api=s.api)
+        return base, turn_request(self, base, [], probe)
+
+    def _tools_missing(self, probe: Probe, server: str) -> str | None:
+        """Why the probe's model cannot take the tools the probe needs (live Ollama), if so."""
+        if probe.suite.is_call_suite or probe.channel in ("tool", "retry"):
+            return self.pool.tools_missing(probe.model, server)
+        return None
+
+    def _prints(self, probe: Probe, request: ChatRequest) -> Prints:
+        """The request's fingerprint, computed once and only if asked for (replay needs it
+        only to say what changed). A call suite's tools are the team's own file: an edit
+        there is named "tools"."""
+        label = "tools" if probe.suite.is_call_suite else "tool declaration"
+        redact = self.settings.redact_fields
+        return functools.cache(lambda: fingerprint(request, tools_label=label, redact=redact))
+
+    def _preamble(
+        self,
+        result: ProbeResult,
+        probe: Probe,
+        request: ChatRequest,
+        server: str,
+        path: Path,
+        prints: Prints,
+        samples: int,
+        unsupported: str | None,
+    ) -> Preamble:
+        """What a recorded probe learns before its cassette opens (``wire/preamble.py``; no
+        warm-up when the model cannot be asked), as ``result`` reports it."""
+        before = prepare(
+            self.backend,
+            self.pool,
+            request,
+            probe.model,
+            server,
+            path,
+            prints,
+            samples,
+            warm=not unsupported,
+        )
+        result.server, result.warmup = before.server, before.warmup
+        result.model_changed, result.server_changed = before.model_changed, before.server_changed
+        return before
+
+    @staticmethod
+    def _unsupported(result: ProbeResult, rec: Recording, unsupported: str | None) -> bool:
+        """True, with why in ``result`` and the cassette, when the model cannot take the
+        probe's tools: found now, or noted when the cassette was recorded."""
+        unsupported = unsupported or rec.metadata.unsupported
+        if not unsupported:
+            return False
+        rec.metadata.unsupported = unsupported
+        result.status, result.message = Status.UNSUPPORTED, unsupported
+        return True
 
     def way_of_asking(
         self,
@@ -231,34 +256,45 @@ class Runtime:
         return OneTurn(self, request, probe.channel, judge, server, live)
 
     def _ask_samples(
-        self,
-        probe: Probe,
-        samples: int,
-        result: ProbeResult,
-        rec: Recording,
-        one: Callable[[int], SampleRecord],
-    ) -> None:
+        self, probe: Probe, samples: int, result: ProbeResult, rec: Recording, way: WayOfAsking
+    ) -> str | None:
+        """Ask ``way``'s samples into ``result`` until one ends the probe (a client error, an
+        infra failure: nothing is recorded then). Returns the system fingerprint the last
+        reply that had one named (OpenAI-compatible servers name their build per reply)."""
+        build: str | None = None
         for index in range(samples):
             try:
-                record = one(index)
-            except ModelNotFound as exc:
-                rec.keep = False
-                self.missing_models[probe.model] = str(exc)
-                result.status, result.message = Status.ERROR, str(exc)
-                return
-            except Unsupported as exc:
-                rec.metadata.unsupported = str(exc)
-                result.status, result.message = Status.UNSUPPORTED, str(exc)
-                return
-            except RequestRejected as exc:
-                rec.keep = False
-                result.status, result.message = Status.ERROR, f"server rejected the request: {exc}"
-                return
+                record, reply = way.sample(index)
+            except (ModelNotFound, Unsupported, RequestRejected) as exc:
+                self._stopped(exc, probe, result, rec)
+                return build
+            if reply is not None and reply.raw.get("system_fingerprint"):
+                build = str(reply.raw["system_fingerprint"])
             result.samples.append(record)
             if record.failure == "infra":
                 # Not the model's doing: record nothing, ask no more, leave the case unscored.
                 rec.keep = False
                 result.status, result.message = Status.INFRA, record.label
-                return
+                return build
         if not all(s.passed for s in result.samples):
             result.status = Status.FAILED
+        return build
+
+    def _stopped(
+        self,
+        exc: ModelNotFound | Unsupported | RequestRejected,
+        probe: Probe,
+        result: ProbeResult,
+        rec: Recording,
+    ) -> None:
+        """The probe ends on a client error: its status, and whether the cassette is kept."""
+        if isinstance(exc, ModelNotFound):
+            rec.keep = False
+            self.missing_models[probe.model] = str(exc)
+            result.status, result.message = Status.ERROR, str(exc)
+        elif isinstance(exc, Unsupported):
+            rec.metadata.unsupported = str(exc)
+            result.status, result.message = Status.UNSUPPORTED, str(exc)
+        else:
+            rec.keep = False
+            result.status, result.message = Status.ERROR, f"server rejected the request: {exc}"
