@@ -214,16 +214,9 @@ class ChatClient:
         raise InfraError(f"after {tries} attempt{'s' if tries > 1 else ''}: {last}")
 
     def _chat_once(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
-        if self._player is not None and wire is not None:
-            # The body was written already: only the path is needed to match it (the body's
-            # JSON only for a recorded error status, built then).
-            path = openai.PATH if self.settings.api == "openai" else ollama.PATH
-            played = self._player("POST", path, wire)
-            if played is not None:
-                return self._played(request, path, None, played)
         path, body = self.payload(request)
-        if self._player is not None and wire is None:
-            played = self._player("POST", path, json_body(body))
+        if self._player is not None:
+            played = self._player("POST", path, json_body(body) if wire is None else wire)
             if played is not None:
                 return self._played(request, path, body, played)
         self._asked_server = True
@@ -253,7 +246,7 @@ class ChatClient:
         self,
         request: ChatRequest,
         path: str,
-        body: dict[str, Any] | None,
+        body: dict[str, Any],
         played: tuple[int, bytes, Any],
     ) -> ChatReply:
         # The reply's shape was checked when the cassette was read (cassettes.read_cassette
@@ -264,8 +257,6 @@ class ChatClient:
             import httpx
 
             url = redact_url(self.settings.base_url.partition("?")[0]).rstrip("/") + path
-            if body is None:
-                body = self.payload(request)[1]
             response = httpx.Response(
                 status, content=content, request=httpx.Request("POST", url, json=body)
             )
