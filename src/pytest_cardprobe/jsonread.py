@@ -17,8 +17,10 @@ from typing import Any
 
 #: JSON nested deeper than this is refused before ``json.loads`` could hit the recursion limit.
 MAX_JSON_DEPTH = 64
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
+# A JSON string, its escapes included, written as runs of plain characters between escapes
+# (the same strings as ``"(?:[^"\\]|\\.)*"``, matched about twice as fast on a large file).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -26,8 +28,9 @@ def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     if text.count("[") + text.count("{") <= limit:
         return False
     depth = 0
-    for match in _BRACKET.finditer(_JSON_STRING.sub('""', text)):
-        if match.group() in "[{":
+    # The brackets outside strings, in order: a baseline of thousands of tests is read so.
+    for bracket in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        if bracket in "[{":
             depth += 1
             if depth > limit:
                 return True

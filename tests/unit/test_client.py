@@ -989,3 +989,49 @@ def test_unfinished_ollama_reply_is_infra() -> None:
     body = {"model": "", "created_at": "0001-01-01T00:00:00Z", "message": {}, "done": False}
     with pytest.raises(InfraError, match="done:false"):
         parse_ollama_reply(body)
+
+
+@pytest.mark.parametrize("api", ["ollama", "openai"])
+@pytest.mark.parametrize(
+    "played",
+    [
+        (200, None),
+        (400, {"error": "invalid request"}),
+        (404, {"error": "model 'llama3' not found"}),
+        (500, {"error": "error parsing tool call: raw='{bad'"}),
+    ],
+    ids=["ok", "400", "404", "500-unparsed"],
+)
+def test_a_played_request_given_its_wire_text_replays_as_one_written_here(
+    api: str, played: tuple[int, dict[str, Any] | None]
+) -> None:
+    """The body text a caller wrote once (OneTurn, for every sample) is what the player is
+    handed, at the API's path; a recorded error status reads the same as without it (the
+    request's JSON is then built for the error only)."""
+    status, error = played
+    ok = (
+        OLLAMA_OK
+        if api == "ollama"
+        else {"choices": [{"message": {"role": "assistant", "content": "Hello"}}]}
+    )
+    body = json.dumps(error if error is not None else ok).encode()
+    seen: list[tuple[str, str]] = []
+
+    def player(method: str, path: str, content: str) -> tuple[int, bytes, Any]:
+        seen.append((path, content))
+        return status, body, (ok if error is None else None)
+
+    def outcome(wire: str | None) -> Any:
+        client = ChatClient(ClientSettings(base_url=BASE, api=api, retries=0), player=player)
+        try:
+            reply = client.chat(make_request(), wire)
+        except Exception as exc:  # compared: its type and words
+            return type(exc), str(exc)
+        return reply.content, reply.unparsed
+
+    client = ChatClient(ClientSettings(base_url=BASE, api=api), player=player)
+    text = client.played_text(make_request())
+    assert text is not None
+    assert outcome(text) == outcome(None)
+    path = "/api/chat" if api == "ollama" else "/v1/chat/completions"
+    assert seen == [(path, text), (path, text)]

@@ -250,10 +250,10 @@ class ProbeItem(pytest.Item):
         override = get_state(self.config).settings.samples
         return override or marker_samples(self) or self.probe.suite.samples
 
-    def at_least(self, samples: int) -> int | None:
+    def at_least(self, samples: int, rule: tuple[int, int | None] | None) -> int | None:
         """The case rule k for a test of ``samples`` samples: the marker's ``at_least``, else
-        the case's, else the suite's, capped at ``samples``; None when every sample must pass."""
-        rule = marker_rule(self)
+        the case's, else the suite's, capped at ``samples``; None when every sample must pass.
+        ``rule``: this item's samples marker as ``marker_rule`` read it."""
         case, suite = self.probe.case.at_least, self.probe.suite.at_least
         k = (rule[1] if rule else None) or case or suite
         return effective_at_least(k, samples)
@@ -274,7 +274,9 @@ class ProbeItem(pytest.Item):
             drift = state.sources_read and state.sources.drift(probe.suite.name)
             if drift:  # a source changed since the snapshot its cassettes were recorded with
                 raise StaleCassette(drift[0], said=tuple(drift[1]))
-            samples = self.samples()
+            # The samples marker looked up once for both of its numbers (n here, k below).
+            rule = marker_rule(self)
+            samples = state.settings.samples or (rule[0] if rule else None) or probe.suite.samples
             result = state.runtime.run(
                 probe,
                 samples,
@@ -296,7 +298,7 @@ class ProbeItem(pytest.Item):
         self.result = result
         # The case rule (k of n) and the baseline's reading, in one call (score/outcome.py).
         against = state.against(self.config.option.runxfail)
-        self.shown = score_result(result, self.at_least(samples), against)
+        self.shown = score_result(result, self.at_least(samples, rule), against)
         if self.shown is not None and self.shown.kind == UNREVIEWED:
             raise UnreviewedDraft(self.shown.reason)
         if result.status == Status.PASSED:

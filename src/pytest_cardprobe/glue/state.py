@@ -120,7 +120,11 @@ class CardprobeState:
         return rerecord_hint(nodeid, model, self._carried)
 
     def suite_file(self, suite: Suite) -> str:
-        """The identity a recording of ``suite`` writes (glue/recording.py)."""
+        """The identity a recording of ``suite`` writes (glue/recording.py): the one noted
+        when this process collected that very suite (resolving its path costs more than the
+        rest of a replayed test's glue), else worked out now."""
+        if self.suites.get(suite.name) is suite:
+            return self.suite_files[suite.name]
         return suite_file(suite, self.config.rootpath)
 
     @property
