@@ -125,6 +125,10 @@ def test_a_long_word_costs_linear_time(unit: str) -> None:
         (" # Gate: passed", " \\# Gate: passed"),
         ("---", "\\---"),
         ("- - -", "\\- - -"),
+        # Two dashes: the report writes the text after a list item's "- ", which makes three.
+        ("--", "\\--"),
+        ("-- ", "\\-- "),
+        (" - -", " \\- -"),
     ],
 )  # fmt: skip
 def test_what_would_start_a_block_is_made_inert_where_a_line_begins(text: str, shown: str) -> None:
@@ -133,7 +137,7 @@ def test_what_would_start_a_block_is_made_inert_where_a_line_begins(text: str, s
 
 @pytest.mark.parametrize(
     "text",
-    ["-5 °C", "->", "--", "+1", "1.5 s", "1234567890. x", "[0-8 %] of", "[a] b", "[x]y",
+    ["-5 °C", "->", "-->", "+1", "1.5 s", "1234567890. x", "[0-8 %] of", "[a] b", "[x]y",
      "x: [a]: b", "    - deep", "ok Input.Date", "- / n/a (forced)"],
 )  # fmt: skip
 def test_text_that_starts_no_block_is_escaped_as_inline_text(text: str) -> None:

@@ -97,13 +97,14 @@ def md_inline(text: str) -> str:
 #: heading), a ``[`` opening a link reference or footnote definition (``[x]: http://evil``
 #: renders as nothing and turns every ``[x]`` of the report into that link) or a task-list
 #: box (``[ ]``, ``[x]``), a bullet (``-`` or ``+`` and a space, or alone; ``*`` is escaped
-#: everywhere), a thematic break of ``-``, and an ordered list's ``1.`` or ``1)``.
+#: everywhere), a thematic break of ``-`` (two are enough: after a list item's own ``- ``,
+#: ``--`` makes three), and an ordered list's ``1.`` or ``1)``.
 _BLOCK_START = re.compile(
     r"""^(?P<indent>\ {0,3})(?:
       (?P<quote>[>\#])
     | (?P<bracket>\[)(?=[\ xX]\](?:\ |$)|.*\]:)
     | (?P<bullet>[-+])(?=\ |$)
-    | (?P<rule>-)(?=(?:\ *-){2,}\ *$)
+    | (?P<rule>-)(?=(?:\ *-)+\ *$)
     | (?P<number>\d{1,9})(?P<dot>[.)])(?=\ |$)
     )""",
     re.VERBOSE,
