@@ -17,9 +17,11 @@ from pytest_cardprobe.glue.internal import internal_report
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.wire import logfilter
 from pytest_cardprobe.wire.redact import (
+    DEFAULT_REDACT_FIELDS,
     MIN_SECRET_LENGTH,
     REDACTED,
     SECRET_PARAM,
+    redact_fields,
     redact_option,
     run_secrets,
     scrub,
@@ -157,3 +159,11 @@ def test_every_header_value_counts_as_a_secret_of_the_run() -> None:
     sent under a name thought harmless would leak it)."""
     run: Any = Settings(models=["m"], headers={"Accept": "text/x-S3CRET", "X-K": "V4LUE"})
     assert run_secrets(run) == ["text/x-S3CRET", "V4LUE"]
+
+
+@pytest.mark.parametrize(
+    "key", ["Api-Key", "authorization", "Authorization", "client_secret", "refresh_token"]
+)
+def test_a_credential_key_in_a_request_body_is_redacted_by_default(key: str) -> None:
+    body = {"model": "m", "messages": [], "options": {key: "S3CRET-123456"}}
+    assert redact_fields(body, DEFAULT_REDACT_FIELDS)["options"][key] == REDACTED

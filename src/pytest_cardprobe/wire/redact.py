@@ -45,8 +45,19 @@ def redact_url(url: str) -> str:
 REDACTED = "[redacted]"
 # Request-body keys replaced by "[redacted]" before a request is recorded or captured (ini
 # cardprobe_redact_fields and capture's --redact-field add more): credentials a hook or an
-# application may put into the body.
-DEFAULT_REDACT_FIELDS = ("api_key", "apikey", "access_token", "token", "password", "secret")
+# application may put into the body, including header names copied into it.
+DEFAULT_REDACT_FIELDS = (
+    "api_key",
+    "apikey",
+    "api-key",
+    "access_token",
+    "refresh_token",
+    "token",
+    "password",
+    "secret",
+    "client_secret",
+    "authorization",
+)
 
 
 def redact_fields(value: Any, fields: Sequence[str]) -> Any:
