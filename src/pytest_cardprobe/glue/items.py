@@ -243,12 +243,14 @@ class ProbeItem(pytest.Item):
         # A test that could not replay: why, on one line (glue/replaying.py).
         self.reason = ""
 
-    def samples(self) -> int:
-        """--cardprobe-samples, else the samples(n) marker, else the suite's default."""
+    def samples(self, rule: tuple[int, int | None] | None = None) -> int:
+        """--cardprobe-samples, else the samples(n) marker, else the suite's default.
+        ``rule``: the marker as ``marker_rule`` read it, when the caller has it already."""
         from pytest_cardprobe.glue.state import get_state
 
         override = get_state(self.config).settings.samples
-        return override or marker_samples(self) or self.probe.suite.samples
+        marked = rule[0] if rule else marker_samples(self)
+        return override or marked or self.probe.suite.samples
 
     def at_least(self, samples: int, rule: tuple[int, int | None] | None) -> int | None:
         """The case rule k for a test of ``samples`` samples: the marker's ``at_least``, else
@@ -276,7 +278,7 @@ class ProbeItem(pytest.Item):
                 raise StaleCassette(drift[0], said=tuple(drift[1]))
             # The samples marker looked up once for both of its numbers (n here, k below).
             rule = marker_rule(self)
-            samples = state.settings.samples or (rule[0] if rule else None) or probe.suite.samples
+            samples = self.samples(rule)
             result = state.runtime.run(
                 probe,
                 samples,
