@@ -80,8 +80,8 @@ class Replayed:
     def wire_text(self, request: ChatRequest, server: str) -> None:
         return None
 
-    def adjust(self, request: ChatRequest, probe: object) -> None:
-        return None
+    def adjust(self, request: ChatRequest, probe: object) -> bool:
+        return False  # never edits
 
 
 def tool_sample(name: str, tool: str = "render_adaptive_card") -> SampleRecord:

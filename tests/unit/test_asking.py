@@ -28,8 +28,8 @@ class Exchange:
         self.sent.append(wire)
         return ChatReply(content="[]", finish_reason="stop"), None
 
-    def adjust(self, request: ChatRequest, probe: object) -> None:
-        pass
+    def adjust(self, request: ChatRequest, probe: object) -> bool:
+        return False  # never edits
 
 
 def judge(text: str) -> Verdict:

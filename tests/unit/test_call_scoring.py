@@ -233,6 +233,9 @@ class _ScriptedClient:
         self.replies = list(replies)
         self.asked: list[list[dict[str, object]]] = []
 
+    def played_text(self, request: object) -> None:
+        return None  # no player: as a live client
+
     def chat(self, request: object, wire: str | None = None) -> ChatReply:
         self.asked.append([dict(m) for m in request.messages])  # type: ignore[attr-defined]
         return self.replies.pop(0)

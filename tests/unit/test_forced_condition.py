@@ -273,6 +273,9 @@ class _Client:
         self.replies = list(replies)
         self.requests: list[ChatRequest] = []
 
+    def played_text(self, request: object) -> None:
+        return None  # no player: as a live client
+
     def chat(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
         self.requests.append(request)
         return self.replies.pop(0)

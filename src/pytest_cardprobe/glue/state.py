@@ -108,8 +108,11 @@ class CardprobeState:
                     limits=self.settings.stream_limits,
                 ),
                 server_index=index,
-                # The hook itself, so the runtime calls the plugins, not a closure of glue's.
+                # The hook itself, so the runtime calls the plugins, not a closure of glue's;
+                # and whether any plugin implements it (a request nothing edits is written
+                # once per test).
                 adjust=functools.partial(hook.pytest_cardprobe_adjust_request, config=self.config),
+                adjusts=lambda: bool(hook.pytest_cardprobe_adjust_request.get_hookimpls()),
             )
         return self._runtime
 

@@ -51,8 +51,10 @@ class Exchange(Protocol):
         """``request``'s body as replay matches it (None when ``server`` is asked live)."""
         ...
 
-    def adjust(self, request: ChatRequest, probe: Probe | None) -> None:
-        """Let the adjust hook edit ``request`` before it is sent or matched."""
+    def adjust(self, request: ChatRequest, probe: Probe | None) -> bool:
+        """Let the adjust hook edit ``request`` before it is sent or matched; False when no
+        plugin implements it (``request`` is as built, so a copy of it made the same way is
+        the same request)."""
         ...
 
 

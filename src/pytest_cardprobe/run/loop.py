@@ -76,8 +76,9 @@ def turn_request(
     extra: list[Message],
     probe: Probe,
     forced: bool = True,
-) -> ChatRequest:
-    """A fresh request per turn, adjusted by the hook each time.
+) -> tuple[ChatRequest, bool]:
+    """A fresh request per turn, adjusted by the hook each time, and whether a plugin's
+    hook could have edited it (False: it is a function of its arguments alone).
 
     So a conftest can shape the first turn of a loop differently from the turns after a
     tool result. ``forced`` False lifts the base request's ``tool_choice``: a turn of the
@@ -90,8 +91,7 @@ def turn_request(
         options=dict(base.options),
         tool_choice=base.tool_choice if forced else None,
     )
-    exchange.adjust(request, probe)
-    return request
+    return request, exchange.adjust(request, probe)
 
 
 class ToolLoop:
@@ -110,6 +110,21 @@ class ToolLoop:
         self.probe = probe
         self.server = server
         self.live = live
+        # The first turn and its body as replay matches it, kept for the samples after the
+        # first when no plugin's hook edited it: it is the same request every sample.
+        self._first: tuple[ChatRequest, str | None] | None = None
+
+    def _turn(
+        self, number: int, extra: list[Message], forced: bool
+    ) -> tuple[ChatRequest, str | None]:
+        """Turn ``number``'s request and its body as replay matches it (None: not written)."""
+        if number == 0 and self._first is not None:
+            return self._first
+        request, edited = turn_request(self.exchange, self.base, extra, self.probe, forced)
+        if number or edited:
+            return request, None
+        self._first = request, self.exchange.wire_text(request, self.server)
+        return self._first
 
     def sample(self, index: int) -> tuple[SampleRecord, ChatReply | None]:
         """The record and the last reply (None when the sample ended in infra)."""
@@ -133,9 +148,9 @@ class ToolLoop:
         expected = len(expect.calls) if expect is not None else 1
         for number in range(limit):
             forced = made < expected
-            request = turn_request(self.exchange, self.base, extra, probe, forced)
+            request, wire = self._turn(number, extra, forced)
             try:
-                reply, wall = self.exchange.send(request, self.server, self.live)
+                reply, wall = self.exchange.send(request, self.server, self.live, wire)
             except InfraError as exc:
                 return infra_record(index, exc), None
             found = figures(reply, wall)

@@ -30,20 +30,16 @@ class RetryThroughTool:
         self.first = OneTurn(exchange, request, "prose", judge, server, live)
         self.judge, self.server, self.live = judge, server, live
         self.think = request.think
+        # The tool retry, kept for later samples when no plugin's hook edited its request
+        # (then it is the same request each time, and OneTurn writes its body once).
+        self._retry: OneTurn | None = None
 
     def sample(self, index: int) -> tuple[SampleRecord, ChatReply | None]:
         """The prose reply, or the tool retry with the prose attempt kept beside it."""
         first, reply = self.first.sample(index)
         if first.failure != FailureClass.MALFORMED.value:
             return first, reply
-        settings = self.exchange.settings
-        retry = build_request(
-            self.probe, settings.base_options(), self.think, channel="tool", api=settings.api
-        )
-        self.exchange.adjust(retry, self.probe)
-        record, reply = OneTurn(
-            self.exchange, retry, "tool", self.judge, self.server, self.live
-        ).sample(index)
+        record, reply = self._tool_retry().sample(index)
         record.retry_of = {
             "label": first.label,
             "failure": first.failure,
@@ -51,3 +47,17 @@ class RetryThroughTool:
             "reply": first.reply,
         }
         return record, reply
+
+    def _tool_retry(self) -> OneTurn:
+        """The retry through the tool: its request built and given to the adjust hook."""
+        if self._retry is not None:
+            return self._retry
+        settings = self.exchange.settings
+        retry = build_request(
+            self.probe, settings.base_options(), self.think, channel="tool", api=settings.api
+        )
+        edited = self.exchange.adjust(retry, self.probe)
+        way = OneTurn(self.exchange, retry, "tool", self.judge, self.server, self.live)
+        if not edited:
+            self._retry = way
+        return way

@@ -13,8 +13,7 @@ ask the samples the probe's way, return the result.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pytest_cardprobe.run.asking import OneTurn, TextJudge, WayOfAsking
@@ -50,11 +49,15 @@ class Runtime:
         *,
         server_index: int = 0,
         adjust: Callable[..., object] | None = None,
+        adjusts: Callable[[], bool] | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self.server = settings.servers[server_index % len(settings.servers)]
         self._adjust = adjust
+        # Whether any plugin implements the adjust hook now (asked per request: a conftest
+        # can register one late); without it, every plugin is assumed to edit requests.
+        self._adjusts = adjusts
         self.missing_models: dict[str, str] = {}
         self.pool = ServerPool(
             settings.client_settings(self.server),
@@ -102,10 +105,17 @@ class Runtime:
         """``request``'s body as replay matches it (:meth:`ServerPool.wire_text`)."""
         return self.pool.wire_text(request, server)
 
-    def adjust(self, request: ChatRequest, probe: Probe | None) -> None:
-        """Let the adjust hook edit ``request`` (part of the Exchange the ways of asking use)."""
-        if self._adjust is not None:
-            self._adjust(request=request, probe=probe)
+    def adjust(self, request: ChatRequest, probe: Probe | None) -> bool:
+        """Let the adjust hook edit ``request`` (part of the Exchange the ways of asking use).
+        False when no plugin implements the hook, so ``request`` is as it was built."""
+        if self._adjust is None or not self._edits_requests():
+            return False
+        self._adjust(request=request, probe=probe)
+        return True
+
+    def _edits_requests(self) -> bool:
+        """Whether a plugin implements the adjust hook now (a conftest can register late)."""
+        return self._adjust is not None and (self._adjusts is None or self._adjusts())
 
     def ask(
         self,
@@ -178,7 +188,9 @@ class Runtime:
         s = self.settings
         think = s.think or probe.suite.think or s.think_default
         base = build_request(probe, s.base_options(), think, api=s.api)
-        return base, turn_request(self, base, [], probe)
+        if not self._edits_requests():
+            return base, base  # no hook edits it: the first turn is the request as built
+        return base, turn_request(self, base, [], probe)[0]
 
     def _tools_missing(self, probe: Probe, server: str) -> str | None:
         """Why the probe's model cannot take the tools the probe needs (live Ollama), if so."""
@@ -192,7 +204,14 @@ class Runtime:
         there is named "tools"."""
         label = "tools" if probe.suite.is_call_suite else "tool declaration"
         redact = self.settings.redact_fields
-        return functools.cache(lambda: fingerprint(request, tools_label=label, redact=redact))
+        kept: list[Mapping[str, str]] = []  # a plain memo: functools.cache costs more to make
+
+        def prints() -> Mapping[str, str]:
+            if not kept:
+                kept.append(fingerprint(request, tools_label=label, redact=redact))
+            return kept[0]
+
+        return prints
 
     def _preamble(
         self,

@@ -155,12 +155,17 @@ class ChatClient:
             self._client.close()
             self._client = None
 
+    @property
+    def chat_path(self) -> str:
+        """The chat path of the configured API."""
+        return openai.PATH if self.settings.api == "openai" else ollama.PATH
+
     def payload(self, request: ChatRequest) -> tuple[str, dict[str, Any]]:
         """Path and JSON body for ``request`` on the configured API."""
         s = self.settings
         if s.api == "openai":
-            return openai.PATH, openai.openai_body(request, stream=s.stream)
-        return ollama.PATH, ollama.ollama_body(request, stream=s.stream, keep_alive=s.keep_alive)
+            return self.chat_path, openai.openai_body(request, stream=s.stream)
+        return self.chat_path, ollama.ollama_body(request, stream=s.stream, keep_alive=s.keep_alive)
 
     def wire_request(self, request: ChatRequest) -> tuple[str, str, str]:
         """``request`` as the wire carries it: method, path and body text (what a replay
@@ -214,11 +219,15 @@ class ChatClient:
         raise InfraError(f"after {tries} attempt{'s' if tries > 1 else ''}: {last}")
 
     def _chat_once(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
-        path, body = self.payload(request)
         if self._player is not None:
-            played = self._player("POST", path, json_body(body) if wire is None else wire)
+            # With the body written already, replay needs only the path.
+            path = self.chat_path
+            played = self._player(
+                "POST", path, self.wire_request(request)[2] if wire is None else wire
+            )
             if played is not None:
-                return self._played(request, path, body, played)
+                return self._played(request, path, played)
+        path, body = self.payload(request)
         self._asked_server = True
         response = self.send("POST", path, body)
         if response.status_code >= 400:
@@ -242,13 +251,7 @@ class ChatClient:
             raise InfraError(f"malformed reply: {problem}: {text[:120]!r}")
         return self._reply_of(text, parsed)
 
-    def _played(
-        self,
-        request: ChatRequest,
-        path: str,
-        body: dict[str, Any],
-        played: tuple[int, bytes, Any],
-    ) -> ChatReply:
+    def _played(self, request: ChatRequest, path: str, played: tuple[int, bytes, Any]) -> ChatReply:
         # The reply's shape was checked when the cassette was read (cassettes.read_cassette
         # runs check_reply on every recorded 2xx chat reply) and comes read: a whole reply's
         # JSON, a stream's Stream.
@@ -257,6 +260,7 @@ class ChatClient:
             import httpx
 
             url = redact_url(self.settings.base_url.partition("?")[0]).rstrip("/") + path
+            body = self.payload(request)[1]
             response = httpx.Response(
                 status, content=content, request=httpx.Request("POST", url, json=body)
             )
