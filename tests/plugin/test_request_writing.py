@@ -121,3 +121,38 @@ def test_a_hook_registered_during_the_session_edits_the_next_tests(
     assert tests["readme"].get("problem") is None  # ran first, before the plugin came
     assert tests["pyproject_deps"]["problem"] == "stale"
     assert tests["pyproject_deps"]["changes"] == ["options.seed added"]
+
+
+def test_a_hook_registered_between_two_retries_of_one_test_edits_the_second(
+    recorded: pytest.Pytester,
+) -> None:
+    """The retry's tool request is kept only while no plugin implements the hook: a plugin
+    registered during the test (here by a judge, at the first sample's second judgement)
+    edits the next retry, which then shows as stale (found by review)."""
+    recorded.makeconftest(
+        """
+        from pytest_cardprobe.judge.registry import BUILTIN_JUDGES
+
+        class Seeded:
+            def pytest_cardprobe_adjust_request(self, request, probe, config):
+                request.options["seed"] = 42
+
+        def pytest_cardprobe_get_judge(name, config):
+            calls = []
+
+            def judge(text, case, suite):
+                calls.append(text)
+                if len(calls) == 2 and not config.pluginmanager.has_plugin("seeded"):
+                    config.pluginmanager.register(Seeded(), "seeded")
+                return BUILTIN_JUDGES["card"](text, case, suite)
+
+            return judge if name == "card" else None
+        """
+    )
+    compose_retry_cassette(recorded, "date", "cold", first=BROKEN, retry_body=DATE_BODY)
+    _, data = report(recorded, "-k", "date and retry and cold")
+    (test,) = data["tests"]
+    assert test["problem"] == "stale"
+    # Named against the test's first request (the prose one), so the tool's own differences
+    # come first; the seed is the hook's.
+    assert test["changes"][-1] == "options.seed added"

@@ -83,6 +83,9 @@ class Replayed:
     def adjust(self, request: ChatRequest, probe: object) -> bool:
         return False  # never edits
 
+    def edits_requests(self) -> bool:
+        return False
+
 
 def tool_sample(name: str, tool: str = "render_adaptive_card") -> SampleRecord:
     """A tool-channel sample whose reply is the captured one; the card judge stands in by a

@@ -31,6 +31,9 @@ class Exchange:
     def adjust(self, request: ChatRequest, probe: object) -> bool:
         return False  # never edits
 
+    def edits_requests(self) -> bool:
+        return False
+
 
 def judge(text: str) -> Verdict:
     return Verdict(passed=True, label="ok", failure=None)

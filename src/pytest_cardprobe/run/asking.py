@@ -57,6 +57,11 @@ class Exchange(Protocol):
         the same request)."""
         ...
 
+    def edits_requests(self) -> bool:
+        """Whether a plugin implements the adjust hook now (one can be registered at any
+        time): a request kept because none did is built again once one does."""
+        ...
+
 
 class WayOfAsking(Protocol):
     """One way of asking a probe: a sample index in, its record and last reply out."""

@@ -111,14 +111,14 @@ class ToolLoop:
         self.server = server
         self.live = live
         # The first turn and its body as replay matches it, kept for the samples after the
-        # first when no plugin's hook edited it: it is the same request every sample.
+        # first while no plugin implements the hook: it is the same request every sample.
         self._first: tuple[ChatRequest, str | None] | None = None
 
     def _turn(
         self, number: int, extra: list[Message], forced: bool
     ) -> tuple[ChatRequest, str | None]:
         """Turn ``number``'s request and its body as replay matches it (None: not written)."""
-        if number == 0 and self._first is not None:
+        if number == 0 and self._first is not None and not self.exchange.edits_requests():
             return self._first
         request, edited = turn_request(self.exchange, self.base, extra, self.probe, forced)
         if number or edited:

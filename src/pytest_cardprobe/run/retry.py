@@ -30,8 +30,8 @@ class RetryThroughTool:
         self.first = OneTurn(exchange, request, "prose", judge, server, live)
         self.judge, self.server, self.live = judge, server, live
         self.think = request.think
-        # The tool retry, kept for later samples when no plugin's hook edited its request
-        # (then it is the same request each time, and OneTurn writes its body once).
+        # The tool retry, kept for later samples while no plugin implements the hook (then
+        # it is the same request each time, and OneTurn writes its body once).
         self._retry: OneTurn | None = None
 
     def sample(self, index: int) -> tuple[SampleRecord, ChatReply | None]:
@@ -50,7 +50,7 @@ class RetryThroughTool:
 
     def _tool_retry(self) -> OneTurn:
         """The retry through the tool: its request built and given to the adjust hook."""
-        if self._retry is not None:
+        if self._retry is not None and not self.exchange.edits_requests():
             return self._retry
         settings = self.exchange.settings
         retry = build_request(

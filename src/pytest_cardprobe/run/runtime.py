@@ -108,12 +108,12 @@ class Runtime:
     def adjust(self, request: ChatRequest, probe: Probe | None) -> bool:
         """Let the adjust hook edit ``request`` (part of the Exchange the ways of asking use).
         False when no plugin implements the hook, so ``request`` is as it was built."""
-        if self._adjust is None or not self._edits_requests():
+        if self._adjust is None or not self.edits_requests():
             return False
         self._adjust(request=request, probe=probe)
         return True
 
-    def _edits_requests(self) -> bool:
+    def edits_requests(self) -> bool:
         """Whether a plugin implements the adjust hook now (a conftest can register late)."""
         return self._adjust is not None and (self._adjusts is None or self._adjusts())
 
@@ -188,7 +188,7 @@ class Runtime:
         s = self.settings
         think = s.think or probe.suite.think or s.think_default
         base = build_request(probe, s.base_options(), think, api=s.api)
-        if not self._edits_requests():
+        if not self.edits_requests():
             return base, base  # no hook edits it: the first turn is the request as built
         return base, turn_request(self, base, [], probe)[0]
 

@@ -219,15 +219,18 @@ class ChatClient:
         raise InfraError(f"after {tries} attempt{'s' if tries > 1 else ''}: {last}")
 
     def _chat_once(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
+        body: dict[str, Any] | None = None
         if self._player is not None:
             # With the body written already, replay needs only the path.
             path = self.chat_path
-            played = self._player(
-                "POST", path, self.wire_request(request)[2] if wire is None else wire
-            )
+            if wire is None:
+                path, body = self.payload(request)
+                wire = json_body(body)
+            played = self._player("POST", path, wire)
             if played is not None:
                 return self._played(request, path, played)
-        path, body = self.payload(request)
+        if body is None:
+            path, body = self.payload(request)
         self._asked_server = True
         response = self.send("POST", path, body)
         if response.status_code >= 400:
