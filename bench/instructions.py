@@ -25,7 +25,6 @@ tests on a 2-core machine, two at a time.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -97,11 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     sys.path.insert(0, str(replay.REPO / "src"))  # a clean checkout runs without installing
     root = args.keep.resolve() if args.keep else Path(tempfile.mkdtemp(prefix="cardprobe-ir-"))
-    skip = ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")
-    env = {k: v for k, v in os.environ.items() if k not in skip}
-    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
-    env["PYTHONHASHSEED"] = "0"
-    env["PYTHONPATH"] = os.pathsep.join([str(replay.REPO / "src"), env.get("PYTHONPATH", "")])
+    env = {**replay.bench_env(root), "PYTHONHASHSEED": "0"}
     envs = {"replay": env, "bare": env}
     if args.against:
         envs["replay-against"] = {**env, "PYTHONPATH": str(args.against.resolve())}

@@ -609,6 +609,18 @@ def per_test_costs(project: Path, models: list[str], count: int) -> dict[str, fl
     return {label: cpu_ms(step, items, n) for label, step, items, n in stages}
 
 
+def bench_env(root: Path) -> dict[str, str]:
+    """The environment every timed or counted run gets: this checkout's package first, a
+    bytecode cache of its own under ``root``, and none of the variables that would change
+    what pytest loads or whether bytecode is cached."""
+    skip = ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "CARDPROBE_FLOOR")
+    skip += ("CARDPROBE_FLOOR_FILE", "CARDPROBE_INDEXED", "CARDPROBE_INDEXED_FILE")
+    env = {k: v for k, v in os.environ.items() if k not in skip}
+    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
 def machine(before: str) -> list[tuple[str, str]]:
     """Where the numbers come from, with the load average before and after."""
     import pytest
@@ -788,11 +800,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = args.keep.resolve() if args.keep else Path(tempfile.mkdtemp(prefix="cardprobe-bench-"))
     tags = ("7b", "1.5b", "latest", "30b-a3b-q4_K_M", "135m")
     models = [f"bench-model-{i:02d}:{tags[i % 5]}" for i in range(1, args.models + 1)]
-    skip = ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "CARDPROBE_FLOOR")
-    skip += ("CARDPROBE_FLOOR_FILE", "CARDPROBE_INDEXED", "CARDPROBE_INDEXED_FILE")
-    env = {k: v for k, v in os.environ.items() if k not in skip}
-    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    env = bench_env(root)
     envs = {}
     if args.against:
         other = {**env, "PYTHONPATH": str(args.against.resolve())}
