@@ -200,3 +200,18 @@ def test_a_folder_that_did_not_exist_is_checked_again(tmp_path: Path) -> None:
     (root / "cards" / "later").symlink_to(outside)
     with pytest.raises(CassetteProblem, match="would leave the cassette folder"):
         cassette_path(root, "cards", "later", "date", "prose", "cold")
+
+
+def test_a_checked_folder_still_has_each_cassette_link_checked(tmp_path: Path) -> None:
+    """A replay checks a suite and model folder once per session; the cassette file itself
+    is looked at on every ask, so a link out made after the folder was checked is refused."""
+    root, outside = tmp_path / "cassettes", tmp_path / "elsewhere"
+    (root / "cards" / "m").mkdir(parents=True)
+    outside.mkdir()
+    first = cassette_path(root, "cards", "m", "date", "prose", "cold")
+    assert first == root / "cards" / "m" / "date-prose-cold.yaml"
+    first.symlink_to(outside / "stolen.yaml")
+    with pytest.raises(CassetteProblem, match="outside the cassette folder"):
+        cassette_path(root, "cards", "m", "date", "prose", "cold")
+    # Another folder under the same cassette folder is its own entry.
+    assert cassette_path(root, "cards", "other", "date", "prose", "cold").parent.name == "other"

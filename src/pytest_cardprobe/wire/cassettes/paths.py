@@ -50,11 +50,30 @@ def _resolved_inside(folder: str, root: str) -> bool:
     return Path(os.path.realpath(folder)).is_relative_to(os.path.realpath(root))
 
 
+#: Folders of cassettes found inside their cassette folder, by (cassette folder, parts):
+#: a replay asks for the same suite and model folder once per test, so an existing one is
+#: joined and checked once per session (as ``_existing_folder_inside`` resolves it once).
+_CHECKED: dict[tuple[Path, tuple[str, ...]], Path] = {}
+
+
+def _folder_below(root: Path, parts: tuple[str, ...]) -> Path:
+    folder = _CHECKED.get((root, parts))
+    if folder is not None:
+        return folder
+    folder = root.joinpath(*parts)
+    if not _folder_inside(str(folder), str(root)):
+        raise CassetteProblem(f"cassette folder {folder} would leave the cassette folder {root}")
+    if os.path.isabs(folder) and os.path.isdir(folder) and len(_CHECKED) < 1024:
+        _CHECKED[(root, parts)] = folder
+    return folder
+
+
 def _below(root: Path, *parts: str) -> Path:
-    path = root.joinpath(*parts)
+    *folders, name = parts
     # path_part makes this impossible; the check is the last line of defence if it changes.
-    if path.name in ("", ".", "..") or not _folder_inside(str(path.parent), str(root)):
-        raise CassetteProblem(f"cassette path {path} would leave the cassette folder {root}")
+    if name in ("", ".", "..") or os.sep in name or (os.altsep and os.altsep in name):
+        raise CassetteProblem(f"cassette name {name!r} would leave the cassette folder {root}")
+    path = _folder_below(root, tuple(folders)) / name
     # A cassette may be a link the user made, but only to a file inside the cassette folder:
     # a recording writes through it, and a link out of the folder (or a dangling one, which
     # would create its target) would write outside the project.
