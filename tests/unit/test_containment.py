@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from pytest_cardprobe.files import FileRefused, read_capped
 from pytest_cardprobe.jsonread import too_deep
-from pytest_cardprobe.wire.cassettes.paths import cassette_path, path_part
+from pytest_cardprobe.wire.cassettes.paths import _below, cassette_path, path_part
 from pytest_cardprobe.wire.errors import CassetteProblem
 from pytest_cardprobe.wire.redact import redact_fields, redact_url
 from pytest_cardprobe.wire.shapes import reply_problem
@@ -215,3 +216,25 @@ def test_a_checked_folder_still_has_each_cassette_link_checked(tmp_path: Path) -
         cassette_path(root, "cards", "m", "date", "prose", "cold")
     # Another folder under the same cassette folder is its own entry.
     assert cassette_path(root, "cards", "other", "date", "prose", "cold").parent.name == "other"
+
+
+def test_a_checked_folder_that_is_gone_is_checked_again(tmp_path: Path) -> None:
+    """A model folder checked by one test, then removed and its suite folder swapped for a
+    link to a folder outside without it, is refused: a recording would otherwise create the
+    model folder outside (found by review r43 of the folder cache)."""
+    root, outside = tmp_path / "cassettes", tmp_path / "elsewhere"
+    (root / "s" / "m").mkdir(parents=True)
+    outside.mkdir()
+    cassette_path(root, "s", "m", "c", "prose", "cold")
+    shutil.rmtree(root / "s")
+    (root / "s").symlink_to(outside)
+    with pytest.raises(CassetteProblem, match="would leave the cassette folder"):
+        cassette_path(root, "s", "m", "c", "prose", "cold")
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a/", "/etc/passwd"])
+def test_a_cassette_name_that_is_no_file_name_is_refused(tmp_path: Path, name: str) -> None:
+    """The last line of defence behind path_part, which never makes such a name."""
+    (tmp_path / "s" / "m").mkdir(parents=True)
+    with pytest.raises(CassetteProblem, match="would leave the cassette folder"):
+        _below(tmp_path, "s", "m", name)

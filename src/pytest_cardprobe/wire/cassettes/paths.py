@@ -52,13 +52,15 @@ def _resolved_inside(folder: str, root: str) -> bool:
 
 #: Folders of cassettes found inside their cassette folder, by (cassette folder, parts):
 #: a replay asks for the same suite and model folder once per test, so an existing one is
-#: joined and checked once per session (as ``_existing_folder_inside`` resolves it once).
+#: joined once per process and resolved once (``_existing_folder_inside``). It must still be
+#: a folder when it is asked for again: one removed meanwhile (or a suite folder swapped for
+#: a link to somewhere without it) is checked anew, as it was before it was kept.
 _CHECKED: dict[tuple[Path, tuple[str, ...]], Path] = {}
 
 
 def _folder_below(root: Path, parts: tuple[str, ...]) -> Path:
     folder = _CHECKED.get((root, parts))
-    if folder is not None:
+    if folder is not None and os.path.isdir(folder):
         return folder
     folder = root.joinpath(*parts)
     if not _folder_inside(str(folder), str(root)):
