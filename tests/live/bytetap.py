@@ -54,7 +54,11 @@ class ByteTap:
                 client, _ = self._listener.accept()
             except (TimeoutError, OSError):
                 continue
-            server = socket.create_connection(self._target, timeout=30)
+            try:
+                server = socket.create_connection(self._target, timeout=30)
+            except OSError:
+                client.close()  # this connection fails; the tap goes on accepting
+                continue
             kept = bytearray()
             with self._lock:
                 self.received.append(kept)

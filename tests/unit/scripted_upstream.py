@@ -203,6 +203,28 @@ def hang(release: threading.Event) -> Script:
     return script
 
 
+def unanswered() -> Script:
+    """Read the request and close the connection without a byte of reply, as a server does
+    that drops an idle kept-alive connection just as a request arrives on it."""
+
+    def script(up: Upstream, request: Request, wfile: BinaryIO, conn: socket.socket) -> None:
+        raise OSError("closed unanswered on purpose")
+
+    return script
+
+
+def in_turn(*scripts: Script) -> Script:
+    """The first script for the first request, the second for the second, ...; the last
+    one for every request after."""
+    calls = iter(scripts)
+    last = scripts[-1]
+
+    def script(up: Upstream, request: Request, wfile: BinaryIO, conn: socket.socket) -> None:
+        next(calls, last)(up, request, wfile, conn)
+
+    return script
+
+
 def garbage(data: bytes) -> Script:
     """Bytes that are no HTTP reply at all, then a close."""
 

@@ -25,9 +25,11 @@ from scripted_upstream import (
     endless,
     garbage,
     hang,
+    in_turn,
     json_reply,
     running_proxy,
     stream,
+    unanswered,
 )
 
 from pytest_cardprobe.wire.capture.format import read_capture
@@ -200,6 +202,38 @@ def test_garbage_from_the_upstream_is_a_bad_gateway(tmp_path: Path) -> None:
         with running_proxy(up.url, tmp_path) as (proxy, _):
             got = httpx.post(f"{proxy}/api/chat", json=CHAT, timeout=10)
     assert got.status_code == 502 and "cannot reach" in got.json()["error"]
+    assert len(up.requests) == 1  # bytes that are no reply: not asked again
+
+
+def test_a_kept_alive_connection_closed_as_the_request_arrives_is_asked_on_again(
+    tmp_path: Path,
+) -> None:
+    """The first reply leaves its connection open; the server closes it, unanswered, when
+    the second request comes (as llama-server does to one idle for 5 s): the proxy asks once
+    more on a new connection and the client never sees the drop."""
+    first, third = {"message": {"content": "one"}}, {"message": {"content": "two"}}
+    with Upstream() as up:
+        up.script["/api/chat"] = in_turn(json_reply(first), unanswered(), json_reply(third))
+        with running_proxy(up.url, tmp_path) as (proxy, store), httpx.Client() as client:
+            got = [client.post(f"{proxy}/api/chat", json=CHAT, timeout=10) for _ in range(2)]
+    assert [g.status_code for g in got] == [200, 200]
+    assert [g.json() for g in got] == [first, third]
+    assert [r.json() for r in up.requests] == [CHAT] * 3  # the second asked twice, unchanged
+    docs = captures(tmp_path)
+    assert [d["reply"]["status"] for d in docs] == [200, 200] and not any(d["error"] for d in docs)
+    assert store.failed == 0
+
+
+def test_a_server_that_drops_the_request_twice_is_a_bad_gateway(tmp_path: Path) -> None:
+    with Upstream() as up:
+        up.script["/v1/chat/completions"] = unanswered()
+        with running_proxy(up.url, tmp_path) as (proxy, store):
+            got = httpx.post(f"{proxy}/v1/chat/completions", json=CHAT, timeout=10)
+    assert got.status_code == 502
+    assert "without sending a response" in got.json()["error"]["message"]
+    assert len(up.requests) == 2  # asked once more, not again and again
+    (doc,) = captures(tmp_path)
+    assert doc["reply"]["status"] == 502 and store.failed == 1
 
 
 def test_a_reply_cut_by_the_upstream_is_cut_for_the_client_too(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The deadline of one exchange with a server, and the bound on opening a connection.
+"""The deadline of one exchange with a server, and the bounds on opening a connection and
+on keeping an idle one.
 
 ``--request-timeout`` is the whole exchange: the transport (``wire.transport``) caps the
 timeout of every socket operation by what is left of it. Each attempt of a retried request
@@ -13,6 +14,11 @@ from collections.abc import Iterator
 
 #: The longest a connection may take to open (never longer than the request timeout).
 CONNECT_TIMEOUT_S = 10.0
+
+#: How long an idle kept-alive connection is reused: under the 5 s after which llama-server
+#: (cpp-httplib), uvicorn and Node close one, so the client lets it go first. At httpx's own
+#: 5 s both ends drop it together, and a request sent as the server closes gets no reply.
+KEEPALIVE_EXPIRY_S = 4.0
 
 
 class Deadline:

@@ -23,7 +23,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from pytest_cardprobe.wire.deadline import Deadline
+from pytest_cardprobe.wire.deadline import KEEPALIVE_EXPIRY_S, Deadline
 from pytest_cardprobe.wire.errors import ReplyRefused
 
 #: The ini key of the reply cap, named in the refusal.
@@ -175,7 +175,13 @@ def deadline_transport(
     """httpx's transport for ``url`` (through the environment's proxy, if any) whose
     connections all keep to ``deadline``, and whose replies are read up to
     ``max_reply_bytes`` and never compressed (:func:`capped`)."""
-    transport = httpx.HTTPTransport(verify=_ssl_context(), proxy=env_proxy(url))
+    transport = httpx.HTTPTransport(
+        verify=_ssl_context(),
+        proxy=env_proxy(url),
+        limits=httpx.Limits(
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY_S
+        ),
+    )
     # httpx builds its connection pool without a way to pass httpcore's network backend,
     # so it is wrapped in place; a unit test fails if a new httpx moves these attributes.
     pool = getattr(transport, "_pool", None)

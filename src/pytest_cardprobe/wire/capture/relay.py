@@ -5,13 +5,15 @@ Replies are relayed chunk by chunk, undecoded (``aiter_raw``: a gzip reply stays
 client that asked for it), with the upstream's status and headers less the hop-by-hop ones.
 The copy kept for the capture file is bounded (``Limits.max_capture_bytes``); past it the
 client still gets every byte and the file says ``truncated``. A request body larger than
-``Limits.max_request_bytes`` is answered 413 without asking the upstream. When the upstream
-cannot be reached or says nothing before the read timeout, the client gets a 502 or 504 whose
-body says so in its API's error shape; when the connection breaks after the reply started,
-the client's connection is cut as well, so it sees a broken reply, never a short one that
-looks whole. A client that goes away stops the relay of its reply within
-``CLIENT_GONE_GRACE_S``: a client may hang up once it has read the last event, before the
-upstream's end of body arrives, and a reply that ends within that grace is captured whole.
+``Limits.max_request_bytes`` is answered 413 without asking the upstream. A connection that
+closes before any of the reply came back is asked on once more (the server may have dropped
+it, idle, just as the request went out). When the upstream cannot be reached or says nothing
+before the read timeout, the client gets a 502 or 504 whose body says so in its API's error
+shape; when the connection breaks after the reply started, the client's connection is cut as
+well, so it sees a broken reply, never a short one that looks whole. A client that goes away
+stops the relay of its reply within ``CLIENT_GONE_GRACE_S``: a client may hang up once it has
+read the last event, before the upstream's end of body arrives, and a reply that ends within
+that grace is captured whole.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import asyncio
 import base64
 import json
 import time
-import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,8 @@ from typing import Any
 import httpx
 
 from pytest_cardprobe.wire.capture.format import chat_api
-from pytest_cardprobe.wire.capture.store import CaptureStore, Exchange
+from pytest_cardprobe.wire.capture.store import CaptureStore, Exchange, Tee
+from pytest_cardprobe.wire.deadline import KEEPALIVE_EXPIRY_S
 from pytest_cardprobe.wire.redact import redact_url
 
 Scope = MutableMapping[str, Any]
@@ -49,6 +51,8 @@ HOP_BY_HOP = frozenset({
 })
 # fmt: on
 MB = 1024 * 1024
+#: What httpcore says when a connection closed before any byte of the reply.
+NO_REPLY = "without sending a response"
 
 
 @dataclass(frozen=True)
@@ -65,41 +69,6 @@ class Limits:
 
 class UpstreamCut(Exception):
     """The upstream's reply broke after it started: the client's connection is cut too."""
-
-
-class Tee:
-    """The bounded copy of a reply kept for the capture file."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.chunks: list[bytes] = []
-        self.kept = 0
-        self.seen = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.seen += len(chunk)
-        room = self.cap - self.kept
-        if room > 0:
-            piece = chunk[:room]
-            self.chunks.append(piece)
-            self.kept += len(piece)
-
-    def text(self, encoding: str) -> tuple[str, bool]:
-        """The kept bytes as text with gzip or deflate undone (bounded by the cap too), and
-        whether that is less than the whole reply."""
-        data = b"".join(self.chunks)
-        truncated = self.seen > self.kept
-        coding = encoding.strip().lower()
-        if coding in ("gzip", "x-gzip", "deflate"):
-            inflater = zlib.decompressobj(47 if coding != "deflate" else 15)
-            try:
-                data = inflater.decompress(data, self.cap)
-            except zlib.error as exc:
-                return f"[cardprobe: the {coding} body could not be decoded: {exc}]", True
-            truncated = truncated or bool(inflater.unconsumed_tail)
-        elif coding and coding != "identity":
-            return f"[cardprobe: a {coding}-encoded body is not decoded]", True
-        return data.decode("utf-8", "replace"), truncated
 
 
 def _headers(pairs: list[tuple[bytes, bytes]], drop: frozenset[str]) -> list[tuple[str, str]]:
@@ -160,7 +129,11 @@ class CaptureApp:
         flows or default headers, only the request as the client sent it."""
         if self._transport is None:
             self._transport = httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                limits=httpx.Limits(
+                    max_connections=None,
+                    max_keepalive_connections=64,
+                    keepalive_expiry=KEEPALIVE_EXPIRY_S,
+                ),
                 # The proxy relays what the application sent: no proxy variables, no .netrc.
                 trust_env=False,
             )
@@ -292,7 +265,7 @@ class CaptureApp:
         )
         path = target.split("?", 1)[0]
         try:
-            response = await self.transport.handle_async_request(request)
+            response = await self._ask(request)
         except httpx.TimeoutException:
             why = (
                 f"cardprobe capture: the upstream server {self.shown_upstream} did not answer "
@@ -311,6 +284,18 @@ class CaptureApp:
             await self._pump(response, receive, send, exchange)
         finally:
             await response.aclose()
+
+    async def _ask(self, request: httpx.Request) -> httpx.Response:
+        """The upstream's reply (its head), asked once more when the connection broke before
+        any of the reply came back: a kept-alive connection the server closed just as the
+        request went out. A chat request changes nothing on the server, so asking again is
+        safe; a server that breaks it twice gets the client's 502."""
+        try:
+            return await self.transport.handle_async_request(request)
+        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError) as exc:
+            if isinstance(exc, httpx.RemoteProtocolError) and NO_REPLY not in str(exc):
+                raise  # bytes came back, and were no HTTP reply: asking again will not help
+        return await self.transport.handle_async_request(request)
 
     def _timeout_words(self) -> str:
         limits = self.limits

@@ -1,5 +1,6 @@
 """The capture folder: one file per chat exchange, named, redacted and written atomically,
-and the counts the one-line summary gives when capture ends."""
+the bounded copy of a reply kept for it, and the counts the one-line summary gives when
+capture ends."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import stat
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +87,41 @@ def request_body(raw: bytes, fields: Sequence[str]) -> tuple[Any, str | None]:
     if not isinstance(value, dict):
         return None, "JSON, not an object"
     return redact_fields(value, fields), None
+
+
+class Tee:
+    """The bounded copy of a reply kept for the capture file."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.seen = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.seen += len(chunk)
+        room = self.cap - self.kept
+        if room > 0:
+            piece = chunk[:room]
+            self.chunks.append(piece)
+            self.kept += len(piece)
+
+    def text(self, encoding: str) -> tuple[str, bool]:
+        """The kept bytes as text with gzip or deflate undone (bounded by the cap too), and
+        whether that is less than the whole reply."""
+        data = b"".join(self.chunks)
+        truncated = self.seen > self.kept
+        coding = encoding.strip().lower()
+        if coding in ("gzip", "x-gzip", "deflate"):
+            inflater = zlib.decompressobj(47 if coding != "deflate" else 15)
+            try:
+                data = inflater.decompress(data, self.cap)
+            except zlib.error as exc:
+                return f"[cardprobe: the {coding} body could not be decoded: {exc}]", True
+            truncated = truncated or bool(inflater.unconsumed_tail)
+        elif coding and coding != "identity":
+            return f"[cardprobe: a {coding}-encoded body is not decoded]", True
+        return data.decode("utf-8", "replace"), truncated
 
 
 class FolderProblem(Exception):
