@@ -237,17 +237,22 @@ def garbage(data: bytes) -> Script:
 
 @contextlib.contextmanager
 def running_proxy(
-    upstream: str, folder: Path, limits: Limits | None = None, redact: tuple[str, ...] = ()
+    upstream: str,
+    folder: Path,
+    limits: Limits | None = None,
+    redact: tuple[str, ...] = (),
+    notices: list[str] | None = None,
 ) -> Iterator[tuple[str, CaptureStore]]:
     """The capture proxy in front of ``upstream``, served by uvicorn in a thread of this
-    process on a free loopback port: ``(its URL, its store)``; stopped when the block ends."""
+    process on a free loopback port: ``(its URL, its store)``; stopped when the block ends.
+    The proxy's notices are appended to ``notices`` when given."""
     from pytest_cardprobe.wire.capture.relay import CaptureApp
     from pytest_cardprobe.wire.capture.serve import address_of, bind, make_server
     from pytest_cardprobe.wire.redact import DEFAULT_REDACT_FIELDS
 
     store = CaptureStore(folder, upstream, [*DEFAULT_REDACT_FIELDS, *redact])
     store.prepare()
-    app = CaptureApp(upstream, store, limits)
+    app = CaptureApp(upstream, store, limits, None if notices is None else notices.append)
     sock = bind("127.0.0.1", 0, allow_remote=False)
     server = make_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from scripted_upstream import (
+    Script,
     Upstream,
     cut_after,
     endless,
@@ -210,11 +211,15 @@ def test_a_kept_alive_connection_closed_as_the_request_arrives_is_asked_on_again
 ) -> None:
     """The first reply leaves its connection open; the server closes it, unanswered, when
     the second request comes (as llama-server does to one idle for 5 s): the proxy asks once
-    more on a new connection and the client never sees the drop."""
+    more on a new connection, says so, and the client never sees the drop."""
     first, third = {"message": {"content": "one"}}, {"message": {"content": "two"}}
+    notices: list[str] = []
     with Upstream() as up:
         up.script["/api/chat"] = in_turn(json_reply(first), unanswered(), json_reply(third))
-        with running_proxy(up.url, tmp_path) as (proxy, store), httpx.Client() as client:
+        with (
+            running_proxy(up.url, tmp_path, notices=notices) as (proxy, store),
+            httpx.Client() as client,
+        ):
             got = [client.post(f"{proxy}/api/chat", json=CHAT, timeout=10) for _ in range(2)]
     assert [g.status_code for g in got] == [200, 200]
     assert [g.json() for g in got] == [first, third]
@@ -222,18 +227,87 @@ def test_a_kept_alive_connection_closed_as_the_request_arrives_is_asked_on_again
     docs = captures(tmp_path)
     assert [d["reply"]["status"] for d in docs] == [200, 200] and not any(d["error"] for d in docs)
     assert store.failed == 0
+    assert notices == [
+        "cardprobe capture: POST /api/chat: the upstream closed a kept-alive connection as "
+        "the request went out; asked again"
+    ]
 
 
-def test_a_server_that_drops_the_request_twice_is_a_bad_gateway(tmp_path: Path) -> None:
+def _second_of_two(
+    tmp_path: Path, path: str, method: str, *then: Script
+) -> tuple[httpx.Response, int]:
+    """Ask ``path`` twice on one kept-alive connection, the first answered and the second
+    met by ``then`` (one script per ask, then answers): the second reply and how many
+    requests the server saw."""
     with Upstream() as up:
-        up.script["/v1/chat/completions"] = unanswered()
+        up.script[path] = in_turn(json_reply({"ok": 1}), *then, json_reply({"ok": 3}))
+        with running_proxy(up.url, tmp_path) as (proxy, _), httpx.Client(timeout=10) as client:
+            body = None if method in ("GET", "DELETE") else CHAT
+            first = client.request(method, f"{proxy}{path}", json=body)
+            second = client.request(method, f"{proxy}{path}", json=body)
+    assert first.status_code == 200
+    return second, len(up.requests)
+
+
+def test_a_server_that_drops_the_request_again_on_a_new_connection_is_a_bad_gateway(
+    tmp_path: Path,
+) -> None:
+    second, asked = _second_of_two(
+        tmp_path, "/v1/chat/completions", "POST", unanswered(), unanswered()
+    )
+    assert second.status_code == 502  # the retry was on a connection of its own: no third ask
+    assert "without sending a response" in second.json()["error"]["message"]
+    assert asked == 3
+    assert [d["reply"]["status"] for d in captures(tmp_path)] == [200, 502]
+
+
+def test_a_request_dropped_on_a_connection_of_its_own_is_not_asked_again(
+    tmp_path: Path,
+) -> None:
+    """A new connection closed after the request (a crash, say) may have reached a server
+    that acted on it: one ask only."""
+    with Upstream() as up:
+        up.script["/api/chat"] = unanswered()
         with running_proxy(up.url, tmp_path) as (proxy, store):
-            got = httpx.post(f"{proxy}/v1/chat/completions", json=CHAT, timeout=10)
-    assert got.status_code == 502
-    assert "without sending a response" in got.json()["error"]["message"]
-    assert len(up.requests) == 2  # asked once more, not again and again
-    (doc,) = captures(tmp_path)
-    assert doc["reply"]["status"] == 502 and store.failed == 1
+            got = httpx.post(f"{proxy}/api/chat", json=CHAT, timeout=10)
+    assert got.status_code == 502 and len(up.requests) == 1 and store.failed == 1
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [b"HTTP/1.1 2", b"HTTP/1.1 200 OK\r\nContent-Type: applic", b"HTTP/1.1 200 OK\r\n"],
+    ids=["status-cut", "header-cut", "head-unended"],
+)
+def test_a_reply_that_began_and_broke_is_not_asked_again(tmp_path: Path, sent: bytes) -> None:
+    second, asked = _second_of_two(tmp_path, "/api/chat", "POST", garbage(sent))
+    assert second.status_code == 502 and asked == 2
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "asked"),
+    [("GET", "/api/tags", 3), ("DELETE", "/api/delete", 2), ("POST", "/api/pull", 2)],
+)
+def test_a_passed_through_request_is_asked_again_only_when_it_changes_nothing(
+    tmp_path: Path, method: str, path: str, asked: int
+) -> None:
+    second, seen = _second_of_two(tmp_path, path, method, unanswered())
+    assert seen == asked
+    assert second.status_code == (200 if asked == 3 else 502)
+
+
+def test_idle_connections_are_let_go_before_the_servers_5_s(tmp_path: Path) -> None:
+    """llama-server, uvicorn and Node close a connection idle for 5 s; httpx would keep one
+    for 5 s, so both ends could drop it at once, as a request goes out."""
+    from pytest_cardprobe.wire.capture.relay import CaptureApp
+    from pytest_cardprobe.wire.capture.store import CaptureStore
+    from pytest_cardprobe.wire.deadline import Deadline
+    from pytest_cardprobe.wire.transport import deadline_transport
+
+    app = CaptureApp("http://127.0.0.1:1", CaptureStore(tmp_path, "http://127.0.0.1:1", []))
+    client = deadline_transport(Deadline(), "http://127.0.0.1:1")
+    for transport in (app.transport, client):
+        expiry = transport._pool._keepalive_expiry  # type: ignore[attr-defined]
+        assert expiry is not None and expiry < 5
 
 
 def test_a_reply_cut_by_the_upstream_is_cut_for_the_client_too(tmp_path: Path) -> None:
@@ -546,3 +620,14 @@ def test_exchanges_ending_together_each_get_a_file_of_their_own(tmp_path: Path) 
         paths = list(pool.map(lambda _: store.write(exchange), range(400)))
     assert len(set(paths)) == 400 and store.written == 400
     assert len(list(tmp_path.glob("*.json"))) == 400
+
+
+def test_a_transport_whose_pool_moved_is_refused_in_words() -> None:
+    """The watch wraps httpx's private pool in place: a new httpx that moves it must fail
+    loudly, not leave every dropped request unasked."""
+    from types import SimpleNamespace
+
+    from pytest_cardprobe.wire.capture.attempt import watch
+
+    with pytest.raises(RuntimeError, match="httpx changed"):
+        watch(SimpleNamespace(_pool=SimpleNamespace()))  # type: ignore[arg-type]

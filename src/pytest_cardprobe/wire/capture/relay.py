@@ -5,9 +5,10 @@ Replies are relayed chunk by chunk, undecoded (``aiter_raw``: a gzip reply stays
 client that asked for it), with the upstream's status and headers less the hop-by-hop ones.
 The copy kept for the capture file is bounded (``Limits.max_capture_bytes``); past it the
 client still gets every byte and the file says ``truncated``. A request body larger than
-``Limits.max_request_bytes`` is answered 413 without asking the upstream. A connection that
-closes before any of the reply came back is asked on once more (the server may have dropped
-it, idle, just as the request went out). When the upstream cannot be reached or says nothing
+``Limits.max_request_bytes`` is answered 413 without asking the upstream. A request that failed
+on a kept-alive connection before any byte came back (the server closed it, idle, as the
+request went out) is asked again, if it is a chat exchange or a GET, HEAD or OPTIONS; anything
+else fails as it failed (``attempt.py``). When the upstream cannot be reached or says nothing
 before the read timeout, the client gets a 502 or 504 whose body says so in its API's error
 shape; when the connection breaks after the reply started, the client's connection is cut as
 well, so it sees a broken reply, never a short one that looks whole. A client that goes away
@@ -28,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from pytest_cardprobe.wire.capture.attempt import attempt, watch
 from pytest_cardprobe.wire.capture.format import chat_api
 from pytest_cardprobe.wire.capture.store import CaptureStore, Exchange, Tee
 from pytest_cardprobe.wire.deadline import KEEPALIVE_EXPIRY_S
@@ -51,8 +53,8 @@ HOP_BY_HOP = frozenset({
 })
 # fmt: on
 MB = 1024 * 1024
-#: What httpcore says when a connection closed before any byte of the reply.
-NO_REPLY = "without sending a response"
+#: Methods a pass-through route may be asked twice with (a chat exchange always may).
+REPEATABLE = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 @dataclass(frozen=True)
@@ -126,16 +128,20 @@ class CaptureApp:
     @property
     def transport(self) -> httpx.AsyncHTTPTransport:
         """httpx's own transport, used directly: a proxy needs no redirects, cookies, auth
-        flows or default headers, only the request as the client sent it."""
+        flows or default headers, only the request as the client sent it. Its connections
+        are watched (``attempt.py``) so that a request dropped unread can be asked again."""
         if self._transport is None:
-            self._transport = httpx.AsyncHTTPTransport(
-                limits=httpx.Limits(
-                    max_connections=None,
-                    max_keepalive_connections=64,
-                    keepalive_expiry=KEEPALIVE_EXPIRY_S,
-                ),
-                # The proxy relays what the application sent: no proxy variables, no .netrc.
-                trust_env=False,
+            self._transport = watch(
+                httpx.AsyncHTTPTransport(
+                    limits=httpx.Limits(
+                        max_connections=None,
+                        max_keepalive_connections=64,
+                        keepalive_expiry=KEEPALIVE_EXPIRY_S,
+                    ),
+                    # The proxy relays what the application sent: no proxy variables, no
+                    # .netrc.
+                    trust_env=False,
+                )
             )
         return self._transport
 
@@ -265,7 +271,7 @@ class CaptureApp:
         )
         path = target.split("?", 1)[0]
         try:
-            response = await self._ask(request)
+            response = await self._ask(request, exchange is not None or method in REPEATABLE)
         except httpx.TimeoutException:
             why = (
                 f"cardprobe capture: the upstream server {self.shown_upstream} did not answer "
@@ -285,17 +291,23 @@ class CaptureApp:
         finally:
             await response.aclose()
 
-    async def _ask(self, request: httpx.Request) -> httpx.Response:
-        """The upstream's reply (its head), asked once more when the connection broke before
-        any of the reply came back: a kept-alive connection the server closed just as the
-        request went out. A chat request changes nothing on the server, so asking again is
-        safe; a server that breaks it twice gets the client's 502."""
-        try:
-            return await self.transport.handle_async_request(request)
-        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError) as exc:
-            if isinstance(exc, httpx.RemoteProtocolError) and NO_REPLY not in str(exc):
-                raise  # bytes came back, and were no HTTP reply: asking again will not help
-        return await self.transport.handle_async_request(request)
+    async def _ask(self, request: httpx.Request, may_repeat: bool) -> httpx.Response:
+        """The upstream's reply (its head). A request that failed on a kept-alive connection
+        before any byte came back (the server closed it, idle, as the request went out) never
+        reached the server, and is asked again when asking twice would be harmless anyway
+        (``may_repeat``); each such failure uses up one stale connection, so the asking ends
+        at the latest on a connection of its own, which is never asked on twice."""
+        while True:
+            with attempt() as seen:
+                try:
+                    return await self.transport.handle_async_request(request)
+                except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+                    if not (may_repeat and seen.dropped_unread):
+                        raise
+            self.notice(
+                f"cardprobe capture: {request.method} {request.url.path}: the upstream closed "
+                "a kept-alive connection as the request went out; asked again"
+            )
 
     def _timeout_words(self) -> str:
         limits = self.limits
