@@ -8,14 +8,17 @@ between two events, and a reply can break, hang or never end, on demand.
 
 from __future__ import annotations
 
+import concurrent.futures
 import gzip
 import json
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -228,8 +231,8 @@ def test_a_kept_alive_connection_closed_as_the_request_arrives_is_asked_on_again
     assert [d["reply"]["status"] for d in docs] == [200, 200] and not any(d["error"] for d in docs)
     assert store.failed == 0
     assert notices == [
-        "cardprobe capture: POST /api/chat: the upstream closed a kept-alive connection as "
-        "the request went out; asked again"
+        "cardprobe capture: POST /api/chat: the upstream closed a kept-alive connection "
+        "before replying; asked again"
     ]
 
 
@@ -623,11 +626,51 @@ def test_exchanges_ending_together_each_get_a_file_of_their_own(tmp_path: Path) 
 
 
 def test_a_transport_whose_pool_moved_is_refused_in_words() -> None:
-    """The watch wraps httpx's private pool in place: a new httpx that moves it must fail
-    loudly, not leave every dropped request unasked."""
+    """The watch wraps httpx's private pool in place: a new httpx that moves it must stop
+    capture in words as it starts (the application builds its transport at once)."""
     from types import SimpleNamespace
 
     from pytest_cardprobe.wire.capture.attempt import watch
 
     with pytest.raises(RuntimeError, match="httpx changed"):
         watch(SimpleNamespace(_pool=SimpleNamespace()))  # type: ignore[arg-type]
+
+
+def test_a_drop_the_watch_did_not_see_is_not_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reuse is positive evidence: were the wrapped backend never used (a new httpx), a
+    dropped request fails as it failed instead of being asked again and again."""
+    from pytest_cardprobe.wire.capture import attempt
+
+    monkeypatch.setattr(attempt, "watch", lambda transport: transport)
+    second, asked = _second_of_two(tmp_path, "/api/chat", "POST", unanswered(), unanswered())
+    assert second.status_code == 502 and asked == 2
+
+
+def test_one_request_is_asked_three_times_at_most(tmp_path: Path) -> None:
+    """Four kept-alive connections, each dropping the next request on it: one request uses
+    up two of them and fails on the third ask, however many stale connections are left."""
+    from pytest_cardprobe.wire.capture.relay import MAX_ASKS
+
+    together = threading.Barrier(4, timeout=10)
+
+    def held(up: Upstream, request: Any, wfile: Any, conn: socket.socket) -> None:
+        together.wait()  # the four first requests at once: four connections
+        json_reply({"ok": True})(up, request, wfile, conn)
+
+    notices: list[str] = []
+    with Upstream() as up:
+        up.script["/api/chat"] = in_turn(held, held, held, held, unanswered())
+        with running_proxy(up.url, tmp_path, notices=notices) as (proxy, _):
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                firsts = list(
+                    pool.map(
+                        lambda _: httpx.post(f"{proxy}/api/chat", json=CHAT, timeout=10), range(4)
+                    )
+                )
+            last = httpx.post(f"{proxy}/api/chat", json=CHAT, timeout=10)
+    assert [f.status_code for f in firsts] == [200] * 4
+    assert last.status_code == 502 and MAX_ASKS == 3
+    assert len(up.requests) == 4 + MAX_ASKS
+    assert sum("asked again" in n for n in notices) == MAX_ASKS - 1

@@ -1,15 +1,17 @@
-"""What one ask of the upstream saw, for the capture proxy's single retry: whether it opened a
-new connection, and how many bytes came back on it.
+"""What one ask of the upstream saw, for the capture proxy's asking again: whether it went out
+on a connection an earlier ask had used, and how many bytes came back.
 
 A server may close a kept-alive connection, idle, just as a request goes out on it; the
-request then fails with no reply at all, and the server never acted on it. That is the one
-failure the proxy asks again (``relay.py``): a request that failed on a connection of its own,
-or after any byte of a reply, may have reached a server that acted on it, and is not.
+request then fails with nothing read back, most likely before the server read it. That is the
+one failure the proxy asks again (``relay.py``). A request that failed on a connection opened
+for it, or after any byte of a reply, may have reached a server that acted on it, and is not.
 
 The proxy's transport is watched from below (:func:`watch` wraps its network backend in place,
-as the client's transport does for its deadline): a new connection marks the current
-:class:`Attempt` as connected, and every read adds its bytes to it. The attempt is a context
-variable, so the requests the proxy relays at once each count their own.
+as the client's transport does for its deadline): each connection remembers the attempt that
+last wrote on it, so a write by another attempt marks that one as ``reused``, and every read
+adds its bytes to the current attempt. The attempt is a context variable, so the requests the
+proxy relays at once each count their own. Reuse is positive evidence: an attempt nothing
+marked (were a new httpx to stop using the wrapped backend) is never asked again.
 """
 
 from __future__ import annotations
@@ -24,18 +26,21 @@ from typing import Any
 import httpcore
 import httpx
 
+from pytest_cardprobe.wire.deadline import KEEPALIVE_EXPIRY_S
 
-@dataclass
+
+@dataclass(eq=False)
 class Attempt:
-    """One ask: whether it opened a connection, and the bytes it read back."""
+    """One ask: whether it wrote on a connection an earlier ask had used, and the bytes it
+    read back."""
 
-    connected: bool = False
+    reused: bool = False
     read: int = 0
 
     @property
     def dropped_unread(self) -> bool:
-        """Failed on a kept-alive connection before any byte came back: safe to ask again."""
-        return not self.connected and self.read == 0
+        """Failed on a kept-alive connection with nothing read back: asked again."""
+        return self.reused and self.read == 0
 
 
 _CURRENT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar(
@@ -45,7 +50,7 @@ _CURRENT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def attempt() -> Iterator[Attempt]:
-    """An attempt that the connections opened and read inside the block count into."""
+    """An attempt that the connections written and read inside the block count into."""
     seen = Attempt()
     token = _CURRENT.set(seen)
     try:
@@ -55,8 +60,8 @@ def attempt() -> Iterator[Attempt]:
 
 
 class _Stream(httpcore.AsyncNetworkStream):
-    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
-        self._inner = inner
+    def __init__(self, inner: httpcore.AsyncNetworkStream, owner: Attempt | None) -> None:
+        self._inner, self._owner = inner, owner
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         data = await self._inner.read(max_bytes, timeout)
@@ -66,6 +71,10 @@ class _Stream(httpcore.AsyncNetworkStream):
         return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        seen = _CURRENT.get()
+        if seen is not None and seen is not self._owner:
+            seen.reused = self._owner is not None
+            self._owner = seen
         await self._inner.write(buffer, timeout)
 
     async def aclose(self) -> None:
@@ -77,7 +86,8 @@ class _Stream(httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        return _Stream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+        inner = await self._inner.start_tls(ssl_context, server_hostname, timeout)
+        return _Stream(inner, self._owner)
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
@@ -89,10 +99,7 @@ class _Backend(httpcore.AsyncNetworkBackend):
 
     @staticmethod
     def _opened(stream: httpcore.AsyncNetworkStream) -> httpcore.AsyncNetworkStream:
-        seen = _CURRENT.get()
-        if seen is not None:
-            seen.connected = True
-        return _Stream(stream)
+        return _Stream(stream, _CURRENT.get())
 
     async def connect_tcp(
         self,
@@ -125,3 +132,20 @@ def watch(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
         raise RuntimeError("httpx changed: no network backend to watch the capture's asks")
     pool._network_backend = _Backend(inner)  # type: ignore[union-attr]
     return transport
+
+
+def watched_transport() -> httpx.AsyncHTTPTransport:
+    """The proxy's transport: httpx's own, used directly (a proxy needs no redirects,
+    cookies, auth flows or default headers, only the request as the client sent it), its
+    idle connections let go after ``KEEPALIVE_EXPIRY_S``, and watched."""
+    return watch(
+        httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(
+                max_connections=None,
+                max_keepalive_connections=64,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
+            ),
+            # The proxy relays what the application sent: no proxy variables, no .netrc.
+            trust_env=False,
+        )
+    )

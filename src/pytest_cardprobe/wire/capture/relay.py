@@ -7,14 +7,14 @@ The copy kept for the capture file is bounded (``Limits.max_capture_bytes``); pa
 client still gets every byte and the file says ``truncated``. A request body larger than
 ``Limits.max_request_bytes`` is answered 413 without asking the upstream. A request that failed
 on a kept-alive connection before any byte came back (the server closed it, idle, as the
-request went out) is asked again, if it is a chat exchange or a GET, HEAD or OPTIONS; anything
-else fails as it failed (``attempt.py``). When the upstream cannot be reached or says nothing
-before the read timeout, the client gets a 502 or 504 whose body says so in its API's error
-shape; when the connection breaks after the reply started, the client's connection is cut as
-well, so it sees a broken reply, never a short one that looks whole. A client that goes away
-stops the relay of its reply within ``CLIENT_GONE_GRACE_S``: a client may hang up once it has
-read the last event, before the upstream's end of body arrives, and a reply that ends within
-that grace is captured whole.
+request went out) is asked again, up to three asks in all, if it is a chat exchange or a GET,
+HEAD or OPTIONS; anything else fails as it failed (``attempt.py``). When the upstream cannot be
+reached or says nothing before the read timeout, the client gets a 502 or 504 whose body says
+so in its API's error shape; when the connection breaks after the reply started, the client's
+connection is cut as well, so it sees a broken reply, never a short one that looks whole. A
+client that goes away stops the relay of its reply within ``CLIENT_GONE_GRACE_S``: a client may
+hang up once it has read the last event, before the upstream's end of body arrives, and a reply
+that ends within that grace is captured whole.
 """
 
 from __future__ import annotations
@@ -29,10 +29,9 @@ from typing import Any
 
 import httpx
 
-from pytest_cardprobe.wire.capture.attempt import attempt, watch
+from pytest_cardprobe.wire.capture.attempt import attempt, watched_transport
 from pytest_cardprobe.wire.capture.format import chat_api
 from pytest_cardprobe.wire.capture.store import CaptureStore, Exchange, Tee
-from pytest_cardprobe.wire.deadline import KEEPALIVE_EXPIRY_S
 from pytest_cardprobe.wire.redact import redact_url
 
 Scope = MutableMapping[str, Any]
@@ -53,8 +52,10 @@ HOP_BY_HOP = frozenset({
 })
 # fmt: on
 MB = 1024 * 1024
-#: Methods a pass-through route may be asked twice with (a chat exchange always may).
+#: Methods a pass-through route may be asked again with (a chat exchange always may), and
+#: the most asks of one request (each dropped one uses up a stale kept-alive connection).
 REPEATABLE = frozenset({"GET", "HEAD", "OPTIONS"})
+MAX_ASKS = 3
 
 
 @dataclass(frozen=True)
@@ -123,31 +124,11 @@ class CaptureApp:
             "write": self.limits.read_timeout_s,
             "pool": None,
         }
-        self._transport: httpx.AsyncHTTPTransport | None = None
-
-    @property
-    def transport(self) -> httpx.AsyncHTTPTransport:
-        """httpx's own transport, used directly: a proxy needs no redirects, cookies, auth
-        flows or default headers, only the request as the client sent it. Its connections
-        are watched (``attempt.py``) so that a request dropped unread can be asked again."""
-        if self._transport is None:
-            self._transport = watch(
-                httpx.AsyncHTTPTransport(
-                    limits=httpx.Limits(
-                        max_connections=None,
-                        max_keepalive_connections=64,
-                        keepalive_expiry=KEEPALIVE_EXPIRY_S,
-                    ),
-                    # The proxy relays what the application sent: no proxy variables, no
-                    # .netrc.
-                    trust_env=False,
-                )
-            )
-        return self._transport
+        # Built here, so that an httpx whose transport cannot be watched stops capture at once.
+        self.transport = watched_transport()
 
     async def aclose(self) -> None:
-        if self._transport is not None:
-            await self._transport.aclose()
+        await self.transport.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -293,11 +274,10 @@ class CaptureApp:
 
     async def _ask(self, request: httpx.Request, may_repeat: bool) -> httpx.Response:
         """The upstream's reply (its head). A request that failed on a kept-alive connection
-        before any byte came back (the server closed it, idle, as the request went out) never
-        reached the server, and is asked again when asking twice would be harmless anyway
-        (``may_repeat``); each such failure uses up one stale connection, so the asking ends
-        at the latest on a connection of its own, which is never asked on twice."""
-        while True:
+        with nothing read back (the server closed it, idle, as the request went out) most
+        likely never reached the server, and is asked again when asking twice would be
+        harmless anyway (``may_repeat``), up to ``MAX_ASKS`` asks in all."""
+        for _ in range(MAX_ASKS - 1):
             with attempt() as seen:
                 try:
                     return await self.transport.handle_async_request(request)
@@ -306,8 +286,9 @@ class CaptureApp:
                         raise
             self.notice(
                 f"cardprobe capture: {request.method} {request.url.path}: the upstream closed "
-                "a kept-alive connection as the request went out; asked again"
+                "a kept-alive connection before replying; asked again"
             )
+        return await self.transport.handle_async_request(request)
 
     def _timeout_words(self) -> str:
         limits = self.limits
