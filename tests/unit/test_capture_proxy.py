@@ -632,7 +632,7 @@ def test_a_transport_whose_pool_moved_is_refused_in_words() -> None:
 
     from pytest_cardprobe.wire.capture.attempt import watch
 
-    with pytest.raises(RuntimeError, match="httpx changed"):
+    with pytest.raises(RuntimeError, match=r"httpx changed: httpx .*'s transport has no"):
         watch(SimpleNamespace(_pool=SimpleNamespace()))  # type: ignore[arg-type]
 
 
@@ -674,3 +674,55 @@ def test_one_request_is_asked_three_times_at_most(tmp_path: Path) -> None:
     assert last.status_code == 502 and MAX_ASKS == 3
     assert len(up.requests) == 4 + MAX_ASKS
     assert sum("asked again" in n for n in notices) == MAX_ASKS - 1
+
+
+def test_the_connection_the_last_ask_opens_is_watched_too(tmp_path: Path) -> None:
+    """Two stale connections take a request to its last ask, which opens a third; when the
+    server later drops the next request on that one, it is asked again like any other."""
+    together = threading.Barrier(2, timeout=10)
+
+    def held(up: Upstream, request: Any, wfile: Any, conn: socket.socket) -> None:
+        together.wait()
+        json_reply({"ok": True})(up, request, wfile, conn)
+
+    drop, answer = unanswered(), json_reply({"ok": True})
+    with Upstream() as up:
+        up.script["/api/chat"] = in_turn(held, held, drop, drop, answer, drop, answer)
+        with running_proxy(up.url, tmp_path) as (proxy, _):
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                firsts = list(
+                    pool.map(lambda _: httpx.post(f"{proxy}/api/chat", json=CHAT), [0, 1])
+                )
+            with httpx.Client(timeout=10) as client:
+                third = client.post(f"{proxy}/api/chat", json=CHAT)  # asks 3, 4, 5
+                fourth = client.post(f"{proxy}/api/chat", json=CHAT)  # asks 6, 7
+    assert [r.status_code for r in [*firsts, third, fourth]] == [200] * 4
+    assert len(up.requests) == 7
+
+
+def test_the_application_s_idle_connections_outlast_its_own_keep_alive(tmp_path: Path) -> None:
+    """uvicorn closes an idle client connection after 5 s, just when httpx (the OpenAI and
+    Ollama clients) lets go of one: the same race, on the application's side."""
+    from pytest_cardprobe.wire.capture.relay import CaptureApp
+    from pytest_cardprobe.wire.capture.serve import make_server
+    from pytest_cardprobe.wire.capture.store import CaptureStore
+
+    app = CaptureApp("http://127.0.0.1:1", CaptureStore(tmp_path, "http://127.0.0.1:1", []))
+    assert make_server(app).config.timeout_keep_alive > 30
+
+
+def test_an_httpx_capture_cannot_watch_is_an_error_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_cardprobe.__main__ import main
+    from pytest_cardprobe.wire.capture import attempt
+
+    def moved(transport: Any) -> Any:
+        raise attempt.Unwatchable("httpx changed: no network backend")
+
+    monkeypatch.setattr(attempt, "watch", moved)
+    out = tmp_path / "c"
+    code = main(["capture", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0",
+                 "--out", str(out)])  # fmt: skip
+    assert code == 2 and "error: httpx changed" in capsys.readouterr().err
+    assert not out.exists()

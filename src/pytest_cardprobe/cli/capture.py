@@ -88,6 +88,7 @@ def main(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    from pytest_cardprobe.wire.capture.attempt import Unwatchable
     from pytest_cardprobe.wire.capture.relay import CaptureApp, Limits
     from pytest_cardprobe.wire.capture.serve import (
         ServeProblem,
@@ -98,17 +99,6 @@ def main(argv: Sequence[str]) -> int:
     )
     from pytest_cardprobe.wire.capture.store import CaptureStore, FolderProblem
 
-    try:
-        upstream = check_upstream(args.upstream)
-        host, port = parse_listen(args.listen)
-        sock = bind(host, port, args.allow_remote)
-        store = CaptureStore(args.out, upstream, redact)
-        store.prepare()
-    except (ServeProblem, FolderProblem) as exc:
-        if "sock" in locals():
-            sock.close()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     limits = Limits(
         max_request_bytes=args.max_request_mb,
         max_capture_bytes=args.max_capture_mb,
@@ -121,7 +111,18 @@ def main(argv: Sequence[str]) -> int:
     def notice(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    app = CaptureApp(upstream, store, limits, notice)
+    try:
+        upstream = check_upstream(args.upstream)
+        host, port = parse_listen(args.listen)
+        store = CaptureStore(args.out, upstream, redact)
+        app = CaptureApp(upstream, store, limits, notice)  # before anything is bound or made
+        sock = bind(host, port, args.allow_remote)
+        store.prepare()
+    except (ServeProblem, FolderProblem, Unwatchable) as exc:
+        if "sock" in locals():
+            sock.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         serve(app, sock, say)
     finally:

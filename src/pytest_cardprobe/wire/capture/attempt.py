@@ -122,6 +122,10 @@ class _Backend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+class Unwatchable(RuntimeError):
+    """This httpx's transport has no network backend where ``watch`` looks for one."""
+
+
 def watch(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
     """``transport`` with its connections counted into the current :class:`Attempt`."""
     # httpx takes no network backend for its pool, so it is wrapped in place; a unit test
@@ -129,7 +133,10 @@ def watch(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
     pool = getattr(transport, "_pool", None)
     inner = getattr(pool, "_network_backend", None)
     if inner is None:
-        raise RuntimeError("httpx changed: no network backend to watch the capture's asks")
+        raise Unwatchable(
+            f"httpx changed: httpx {httpx.__version__}'s transport has no network backend "
+            "where capture watches its connections"
+        )
     pool._network_backend = _Backend(inner)  # type: ignore[union-attr]
     return transport
 

@@ -277,18 +277,19 @@ class CaptureApp:
         with nothing read back (the server closed it, idle, as the request went out) most
         likely never reached the server, and is asked again when asking twice would be
         harmless anyway (``may_repeat``), up to ``MAX_ASKS`` asks in all."""
-        for _ in range(MAX_ASKS - 1):
-            with attempt() as seen:
+        asks = 1
+        while True:
+            with attempt() as seen:  # the last ask too: its connection is watched from now
                 try:
                     return await self.transport.handle_async_request(request)
                 except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
-                    if not (may_repeat and seen.dropped_unread):
+                    if asks == MAX_ASKS or not (may_repeat and seen.dropped_unread):
                         raise
+            asks += 1
             self.notice(
                 f"cardprobe capture: {request.method} {request.url.path}: the upstream closed "
                 "a kept-alive connection before replying; asked again"
             )
-        return await self.transport.handle_async_request(request)
 
     def _timeout_words(self) -> str:
         limits = self.limits

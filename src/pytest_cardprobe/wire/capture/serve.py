@@ -141,6 +141,10 @@ class _DropCuts(logging.Filter):
         return not any(said in str(record.msg) for said in self.SAID)
 
 
+#: How long an idle client connection stays open (nginx's default; clients let go sooner).
+CLIENT_KEEP_ALIVE_S = 75
+
+
 def make_server(app: CaptureApp) -> Any:
     """The uvicorn server of ``app`` (``serve`` runs it; tests run one in a thread)."""
     import uvicorn
@@ -153,6 +157,9 @@ def make_server(app: CaptureApp) -> Any:
         # The upstream's own Server and Date headers go back to the client, not uvicorn's.
         server_header=False,
         date_header=False,
+        # An idle client connection is kept longer than a client keeps one (httpx: 5 s), so
+        # the proxy never closes one as the client sends on it (uvicorn's own is 5 s too).
+        timeout_keep_alive=CLIENT_KEEP_ALIVE_S,
         # In-flight replies get this long to finish after Ctrl-C; then they are cut.
         timeout_graceful_shutdown=3,
     )
