@@ -716,9 +716,10 @@ def test_an_httpx_capture_cannot_watch_is_an_error_before_anything_is_made(
 ) -> None:
     from pytest_cardprobe.__main__ import main
     from pytest_cardprobe.wire.capture import attempt
+    from pytest_cardprobe.wire.transport import BackendMoved
 
     def moved(transport: Any) -> Any:
-        raise attempt.Unwatchable("httpx changed: no network backend")
+        raise BackendMoved("httpx changed: no network backend")
 
     monkeypatch.setattr(attempt, "watch", moved)
     out = tmp_path / "c"
@@ -726,3 +727,22 @@ def test_an_httpx_capture_cannot_watch_is_an_error_before_anything_is_made(
                  "--out", str(out)])  # fmt: skip
     assert code == 2 and "error: httpx changed" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_notice_shows_the_path_as_sent_never_decoded(tmp_path: Path) -> None:
+    """The path is the application's text: an escape percent-encoded in it stays encoded in
+    the notice, so it cannot reach the terminal."""
+    path = "/api/ta%1b[2Jgs"
+    notices: list[str] = []
+    with Upstream() as up:
+        up.script["/api/ta%1b[2Jgs"] = in_turn(json_reply({}), unanswered(), json_reply({}))
+        with (
+            running_proxy(up.url, tmp_path, notices=notices) as (proxy, _),
+            httpx.Client(timeout=10) as client,
+        ):
+            got = [client.get(f"{proxy}{path}").status_code for _ in range(2)]
+    assert got == [200, 200] and len(up.requests) == 3
+    assert notices == [
+        f"cardprobe capture: GET {path}: the upstream closed a kept-alive connection before "
+        "replying; asked again"
+    ]

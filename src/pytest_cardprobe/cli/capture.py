@@ -88,7 +88,6 @@ def main(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    from pytest_cardprobe.wire.capture.attempt import Unwatchable
     from pytest_cardprobe.wire.capture.relay import CaptureApp, Limits
     from pytest_cardprobe.wire.capture.serve import (
         ServeProblem,
@@ -98,6 +97,7 @@ def main(argv: Sequence[str]) -> int:
         serve,
     )
     from pytest_cardprobe.wire.capture.store import CaptureStore, FolderProblem
+    from pytest_cardprobe.wire.transport import BackendMoved
 
     limits = Limits(
         max_request_bytes=args.max_request_mb,
@@ -118,7 +118,7 @@ def main(argv: Sequence[str]) -> int:
         app = CaptureApp(upstream, store, limits, notice)  # before anything is bound or made
         sock = bind(host, port, args.allow_remote)
         store.prepare()
-    except (ServeProblem, FolderProblem, Unwatchable) as exc:
+    except (ServeProblem, FolderProblem, BackendMoved) as exc:
         if "sock" in locals():
             sock.close()
         print(f"error: {exc}", file=sys.stderr)

@@ -17,7 +17,7 @@ import functools
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpcore
@@ -169,6 +169,26 @@ def env_proxy(url: str) -> str | None:
     return proxy
 
 
+class BackendMoved(RuntimeError):
+    """This httpx's transport keeps no network backend where the plugin wraps one."""
+
+
+def wrap_backend(transport: Any, wrap: Callable[[Any], Any], purpose: str) -> Any:
+    """Wrap the network backend of ``transport``'s connection pool in place and return the
+    pool. httpx builds its pool without a way to pass httpcore's network backend, so both the
+    client's deadline and the capture proxy's watch go in this way; a unit test fails if a
+    new httpx moves these attributes."""
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    if pool is None or inner is None:
+        raise BackendMoved(
+            f"httpx changed: httpx {httpx.__version__}'s transport has no network backend "
+            + purpose
+        )
+    pool._network_backend = wrap(inner)
+    return pool
+
+
 def deadline_transport(
     deadline: Deadline, url: str, max_reply_bytes: int | None = None
 ) -> httpx.HTTPTransport:
@@ -178,19 +198,18 @@ def deadline_transport(
     transport = httpx.HTTPTransport(
         verify=_ssl_context(),
         proxy=env_proxy(url),
+        # httpx's own pool sizes; only the idle time is ours.
         limits=httpx.Limits(
             max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY_S
         ),
     )
-    # httpx builds its connection pool without a way to pass httpcore's network backend,
-    # so it is wrapped in place; a unit test fails if a new httpx moves these attributes.
-    pool = getattr(transport, "_pool", None)
-    inner = getattr(pool, "_network_backend", None)
-    if inner is None:
-        raise RuntimeError("httpx changed: no network backend to put the request deadline under")
-    pool._network_backend = DeadlineBackend(inner, deadline)  # type: ignore[union-attr]
+    pool = wrap_backend(
+        transport,
+        lambda inner: DeadlineBackend(inner, deadline),
+        "to put the request deadline under",
+    )
     if max_reply_bytes is not None:
         # Below httpx.HTTPTransport.handle_request, which vcrpy patches to record: a reply
         # is refused or cut before vcrpy reads (and would inflate) it.
-        pool.handle_request = capped(pool.handle_request, max_reply_bytes, url)  # type: ignore[union-attr]
+        pool.handle_request = capped(pool.handle_request, max_reply_bytes, url)
     return transport

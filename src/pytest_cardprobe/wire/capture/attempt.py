@@ -27,6 +27,7 @@ import httpcore
 import httpx
 
 from pytest_cardprobe.wire.deadline import KEEPALIVE_EXPIRY_S
+from pytest_cardprobe.wire.transport import wrap_backend
 
 
 @dataclass(eq=False)
@@ -122,22 +123,11 @@ class _Backend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-class Unwatchable(RuntimeError):
-    """This httpx's transport has no network backend where ``watch`` looks for one."""
-
-
 def watch(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
-    """``transport`` with its connections counted into the current :class:`Attempt`."""
-    # httpx takes no network backend for its pool, so it is wrapped in place; a unit test
-    # fails if a new httpx moves these attributes.
-    pool = getattr(transport, "_pool", None)
-    inner = getattr(pool, "_network_backend", None)
-    if inner is None:
-        raise Unwatchable(
-            f"httpx changed: httpx {httpx.__version__}'s transport has no network backend "
-            "where capture watches its connections"
-        )
-    pool._network_backend = _Backend(inner)  # type: ignore[union-attr]
+    """``transport`` with its connections counted into the current :class:`Attempt`
+    (:class:`~pytest_cardprobe.wire.transport.BackendMoved` if this httpx keeps its network
+    backend elsewhere)."""
+    wrap_backend(transport, _Backend, "where capture watches its connections")
     return transport
 
 

@@ -252,7 +252,7 @@ class CaptureApp:
         )
         path = target.split("?", 1)[0]
         try:
-            response = await self._ask(request, exchange is not None or method in REPEATABLE)
+            response = await self._ask(request, path, exchange is not None or method in REPEATABLE)
         except httpx.TimeoutException:
             why = (
                 f"cardprobe capture: the upstream server {self.shown_upstream} did not answer "
@@ -272,11 +272,12 @@ class CaptureApp:
         finally:
             await response.aclose()
 
-    async def _ask(self, request: httpx.Request, may_repeat: bool) -> httpx.Response:
+    async def _ask(self, request: httpx.Request, path: str, may_repeat: bool) -> httpx.Response:
         """The upstream's reply (its head). A request that failed on a kept-alive connection
         with nothing read back (the server closed it, idle, as the request went out) most
         likely never reached the server, and is asked again when asking twice would be
-        harmless anyway (``may_repeat``), up to ``MAX_ASKS`` asks in all."""
+        harmless anyway (``may_repeat``), up to ``MAX_ASKS`` asks in all. ``path`` is the
+        request's path as the client sent it (still percent-encoded), for the notice."""
         asks = 1
         while True:
             with attempt() as seen:  # the last ask too: its connection is watched from now
@@ -287,7 +288,7 @@ class CaptureApp:
                         raise
             asks += 1
             self.notice(
-                f"cardprobe capture: {request.method} {request.url.path}: the upstream closed "
+                f"cardprobe capture: {request.method} {path}: the upstream closed "
                 "a kept-alive connection before replying; asked again"
             )
 
