@@ -8,7 +8,6 @@ the tables it prints. It times nothing: the figures it prints are not asserted.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_scripts import load_bench  # tests/ is on sys.path (rootdir-relative)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,10 +152,7 @@ def test_both_fail(breaks):
 
 
 def test_the_indexed_summary_prints_every_teardown_section_pytest_prints(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("bench_replay", ROOT / "bench" / "replay.py")
-    assert spec and spec.loader
-    bench_replay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_replay)
+    bench_replay = load_bench("replay")
     (tmp_path / "plugin").mkdir()
     (tmp_path / "plugin" / "cardprobe_indexed.py").write_text(bench_replay.INDEXED_PLUGIN)
     (tmp_path / "conftest.py").write_text(SECTIONS_CONFTEST)

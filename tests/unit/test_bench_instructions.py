@@ -6,27 +6,12 @@ counts per run into the figures BENCHMARKS.md quotes.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "_instructions_under_test", ROOT / "bench" / "instructions.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench_scripts import load_bench  # tests/ is on sys.path (rootdir-relative)
 
 
 def test_two_sizes_give_the_fixed_and_the_per_test_cost() -> None:
-    bench = load()
+    bench = load_bench("instructions")
     # 1,000 fixed and 30 per test, measured at 10 and 40 tests.
     assert bench.linear((10, 1_300), (40, 2_200)) == (1_000.0, 30.0)
     with pytest.raises(ValueError, match="more tests"):
@@ -34,7 +19,7 @@ def test_two_sizes_give_the_fixed_and_the_per_test_cost() -> None:
 
 
 def test_the_report_extrapolates_each_run_and_its_ratio() -> None:
-    bench = load()
+    bench = load_bench("instructions")
     # replay: 400 fixed + 5 per test; bare: 300 fixed + 2 per test; 270 tests per model.
     found = {
         ("replay", 1): 400 + 5 * 270,

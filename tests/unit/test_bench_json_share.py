@@ -3,26 +3,16 @@ and its table subtracts the floor. The counting itself needs valgrind and minute
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
+
+from bench_scripts import load_bench  # tests/ is on sys.path (rootdir-relative)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "_json_share_under_test", ROOT / "bench" / "json_share.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_each_piece_works_over_every_shipped_recording() -> None:
-    bench = load()
+    bench = load_bench("json_share")
     cassettes = sorted((ROOT / "cassettes").rglob("*.yaml"))
     requests = sum(len(json.loads(p.read_text())["interactions"]) for p in cassettes)
     assert bench.run_piece("parse") == len(cassettes) > 0
@@ -31,7 +21,7 @@ def test_each_piece_works_over_every_shipped_recording() -> None:
 
 
 def test_the_table_counts_each_piece_above_the_floor() -> None:
-    bench = load()
+    bench = load_bench("json_share")
     found = {
         "read": (1_000_000, 1),
         "write": (1_000_000 + 300_000 * 10, 10),

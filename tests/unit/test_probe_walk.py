@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_scripts import load_bench  # tests/ is on sys.path (rootdir-relative)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,14 +66,6 @@ FILES = {
 }
 
 
-def load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def walkpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     for name, text in FILES.items():
@@ -88,7 +81,7 @@ def walkpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleT
 
 
 def test_the_walk_counts_moves_climbs_and_the_first_level_road(walkpkg: ModuleType) -> None:
-    bench = load("_probe_walk_under_test", ROOT / "bench" / "probe_walk.py")
+    bench = load_bench("probe_walk")
     rules = bench.layout_rules()
     walk = bench.Walk(walkpkg.entry.__code__, rules.stage_of, rules.ALLOWED, package="walkpkg")
     sys.setprofile(walk.profile)
@@ -109,7 +102,7 @@ def test_the_walk_counts_moves_climbs_and_the_first_level_road(walkpkg: ModuleTy
 
 
 def test_a_call_against_the_import_rules_climbs() -> None:
-    bench = load("_probe_walk_under_test", ROOT / "bench" / "probe_walk.py")
+    bench = load_bench("probe_walk")
     rules = bench.layout_rules()
     walk = bench.Walk(None, rules.stage_of, rules.ALLOWED)
     climbs = {
