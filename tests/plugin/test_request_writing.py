@@ -10,6 +10,7 @@ hook is asked per request, so a hook registered during the session is not missed
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -156,3 +157,44 @@ def test_a_hook_registered_between_two_retries_of_one_test_edits_the_second(
     # Named against the test's first request (the prose one), so the tool's own differences
     # come first; the seed is the hook's.
     assert test["changes"][-1] == "options.seed added"
+
+
+# Edits the request in place, as the hook's documentation invites, and notes what it saw
+# before editing: the tool's description, the question, a suite option's list.
+APPENDING_HOOK = """
+import json
+from pathlib import Path
+
+def pytest_cardprobe_adjust_request(request, probe, config):
+    functions = [tool.get("function", tool) for tool in request.tools]
+    seen = [[fn["description"] for fn in functions], request.messages, request.options]
+    with open(Path(str(config.rootpath)) / "seen.txt", "a") as out:
+        out.write(json.dumps(seen) + "\\n")
+    for fn in functions:
+        fn["description"] += " (edited)"
+    for message in request.messages:
+        message["content"] = (message.get("content") or "") + " (edited)"
+    request.options.setdefault("stop", []).append("(edited)")
+"""
+
+
+@pytest.mark.parametrize(
+    ("fixture", "selected"),
+    [
+        ("tools_project", "readme"),  # a tool loop: every turn of every test
+        ("recorded", "tool and not retry"),  # a card suite's tool channel: one tool, many tests
+    ],
+)
+def test_an_edit_in_place_by_the_hook_never_reaches_the_next_request(
+    fixture: str, selected: str, request: pytest.FixtureRequest
+) -> None:
+    """The hook edits its request in place; what it edits is that request's own, so the
+    next turn, sample or test starts from the suite again, not from the edited text."""
+    project: pytest.Pytester = request.getfixturevalue(fixture)
+    project.makeconftest(APPENDING_HOOK)
+    result, _ = report(project, "-k", selected)
+    seen = [json.loads(line) for line in (project.path / "seen.txt").read_text().splitlines()]
+    assert len(seen) >= 3, result.stdout.str()
+    assert [s for s in seen if "(edited)" in json.dumps(s)] == []
+    descriptions = [d for s in seen for d in s[0]]
+    assert len(descriptions) >= 3  # each saw the tool as declared

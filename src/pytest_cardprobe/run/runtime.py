@@ -13,6 +13,7 @@ ask the samples the probe's way, return the result.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -110,6 +111,12 @@ class Runtime:
         False when no plugin implements the hook, so ``request`` is as it was built."""
         if self._adjust is None or not self.edits_requests():
             return False
+        # The hook edits in place, so what it edits must be this request's own: a request's
+        # tools, options and turns share their inner objects with the suite, and an edit
+        # would otherwise reach every later turn, sample and test built from it.
+        request.messages = copy.deepcopy(request.messages)
+        request.tools = copy.deepcopy(request.tools)
+        request.options = copy.deepcopy(request.options)
         self._adjust(request=request, probe=probe)
         return True
 
