@@ -26,7 +26,7 @@ pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parents[2]
 CLOSED_PORT = "http://127.0.0.1:9"
 
-PROBE = '''
+PROBE = """
 import pytest
 
 
@@ -41,7 +41,7 @@ def test_reads_the_readme(cardprobe):
         expect={"call": "read_file", "args": {"path": {"regex": r"(\\./)?README\\.md"}}},
     )
     assert asked.passed, asked.label
-'''
+"""
 
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:

@@ -90,7 +90,6 @@ def test_an_unknown_command_points_at_help(capsys: pytest.CaptureFixture[str]) -
     assert "unknown command 'nope'" in err and "--help` says what each does" in err
 
 
-
 def test_a_command_piped_into_a_reader_that_stopped_ends_without_a_traceback(
     tmp_path: Path,
 ) -> None:
