@@ -23,9 +23,11 @@ def pytest_cardprobe_adjust_request(
 ) -> None:
     """Edit ``request`` in place just before it is sent (or matched against a cassette).
 
-    In a call suite's tool loop it is called before every turn's request. Each request is
-    its own (its messages, tools and options are copies), so an edit made in place is not
-    seen by the next turn, sample or test.
+    Called for every request of a suite's probe and of a fixture call probe
+    (``cardprobe.ask(..., expect=...)``), in a tool loop before every turn's request; a
+    fixture's card ask (no ``expect=``) is sent as the test wrote it. Each request is its own
+    (its messages, tools and options are copies), so an edit made in place is not seen by
+    the next turn, sample or test.
     """
 
 

@@ -105,3 +105,21 @@ def test_fixture_asking_more_often_than_recorded_is_stale(pytester: pytest.Pytes
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*stale cassette*holds 1 recorded call(s)*asked for more*"])
+
+
+def test_a_card_ask_is_sent_as_the_test_wrote_it_whatever_the_adjust_hook_does(
+    pytester: pytest.Pytester,
+) -> None:
+    """The adjust hook shapes a suite's requests and a call probe's; a card ask is the
+    test's own request, so the hook is not called and the recording still matches."""
+    write_cassette(pytester, calls=2)
+    make_test(pytester, samples=2)
+    pytester.makeconftest(
+        """
+        def pytest_cardprobe_adjust_request(request, probe, config):
+            request.options["seed"] = 42
+            raise AssertionError("the hook was called for a card ask")
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
