@@ -25,9 +25,9 @@ def pytest_cardprobe_adjust_request(
 
     Called for every request of a suite's probe and of a fixture call probe
     (``cardprobe.ask(..., expect=...)``), in a tool loop before every turn's request; a
-    fixture's card ask (no ``expect=``) is sent as the test wrote it. Each request is its own
-    (its messages, tools and options are copies), so an edit made in place is not seen by
-    the next turn, sample or test.
+    fixture's card ask (no ``expect=``) is sent as the test wrote it. Each request given to
+    the hook is its own (its messages, tools and options are copies), so an edit made in
+    place is not seen by the next request it is given: a later turn, retry or test.
     """
 
 

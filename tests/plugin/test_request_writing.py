@@ -181,7 +181,7 @@ def pytest_cardprobe_adjust_request(request, probe, config):
 @pytest.mark.parametrize(
     ("fixture", "selected"),
     [
-        ("tools_project", "readme"),  # a tool loop: every turn of every test
+        ("tools_project", "readme"),  # a call suite: each test and sample (turns: test_adjust_hook)
         ("recorded", "tool and not retry"),  # a card suite's tool channel: one tool, many tests
     ],
 )
@@ -197,4 +197,4 @@ def test_an_edit_in_place_by_the_hook_never_reaches_the_next_request(
     assert len(seen) >= 3, result.stdout.str()
     assert [s for s in seen if "(edited)" in json.dumps(s)] == []
     descriptions = [d for s in seen for d in s[0]]
-    assert len(descriptions) >= 3  # each saw the tool as declared
+    assert len(descriptions) >= 3  # the hook was given the tools each time

@@ -112,8 +112,9 @@ class Runtime:
         if self._adjust is None or not self.edits_requests():
             return False
         # The hook edits in place, so what it edits must be this request's own: a request's
-        # tools, options and turns share their inner objects with the suite, and an edit
-        # would otherwise reach every later turn, sample and test built from it.
+        # tools, options and turns share their inner objects with the suite and with the
+        # turns before it (the model's calls fed back), and an edit would otherwise reach
+        # every later request built from them, and the call judge's schema.
         request.messages = copy.deepcopy(request.messages)
         request.tools = copy.deepcopy(request.tools)
         request.options = copy.deepcopy(request.options)
