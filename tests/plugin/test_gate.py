@@ -137,8 +137,12 @@ def test_arms_without_baseline_keep_the_model_verdict_and_say_how_to_record_one(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=7, failed=193)
     assert data["gate"]["decision"] == "pass" and len(data["gate"]["new"]) == 8
+    # The run's own command, with how it recorded and reported left out: it can be run as is.
     result.stdout.fnmatch_lines(
-        ["no baseline for 8 arm(s): pytest --cardprobe-update-baseline records one"]
+        [
+            "no baseline for 8 arm(s); this records one:",
+            "  pytest -p no:cacheprovider cases --cardprobe-update-baseline",
+        ]
     )
     strict, strict_data = report(recorded, "--cardprobe-strict-baseline", "-k", "control")
     assert strict.ret == pytest.ExitCode.TESTS_FAILED

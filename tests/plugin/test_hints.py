@@ -134,12 +134,30 @@ _PLAIN_ARGS = [
     mode=st.sampled_from(["once", "stale"]),
 )
 def test_no_printed_command_repeats_a_secret_of_the_run(parts: list[list[str]], mode: str) -> None:
-    from pytest_cardprobe.glue.hints import accept_base_command, accept_command, record_command
+    from pytest_cardprobe.glue.hints import (
+        accept_base_command,
+        accept_command,
+        record_command,
+        update_command,
+    )
 
     args = [word for part in parts for word in part]
-    for command in (record_command(args, mode), accept_command(args),
+    for command in (record_command(args, mode), accept_command(args), update_command(args),
                     accept_base_command(args), " ".join(carried_options(args))):  # fmt: skip
         assert SECRET not in command, (args, command)
+
+
+def test_the_update_after_a_live_run_keeps_its_selection_and_reads_the_recordings() -> None:
+    """What a first live run prints to record a baseline: runnable as printed (its suite,
+    model and server kept), without asking the model again or writing its reports."""
+    from pytest_cardprobe.glue.hints import update_command
+
+    args = ["cases/assistant.yaml", "--model", "qwen3:8b", "--live", "--cardprobe-server",
+            "http://127.0.0.1:11434", "--cardprobe-json=r.json", "-k", "readme"]  # fmt: skip
+    assert shlex.split(update_command(args)) == [
+        "pytest", "cases/assistant.yaml", "--model", "qwen3:8b", "--cardprobe-server",
+        "http://127.0.0.1:11434", "-k", "readme", "--cardprobe-update-baseline",
+    ]  # fmt: skip
 
 
 def test_a_gate_that_fails_against_its_base_names_the_update_that_accepts() -> None:

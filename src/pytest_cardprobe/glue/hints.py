@@ -176,6 +176,14 @@ def record_command(args: Sequence[str], mode: str) -> str:
     return " ".join(shell_quoted(w) for w in words)
 
 
+def update_command(args: Sequence[str]) -> str:
+    """The command that records a baseline from a run over ``args``: its selection kept (paths,
+    ``-k``, models, servers), how it recorded and reported left out, so the update reads the
+    recordings the run left."""
+    words = ["pytest", *_kept(args, NOT_SELECTION), "--cardprobe-update-baseline"]
+    return " ".join(shell_quoted(w) for w in words)
+
+
 def accept_command(args: Sequence[str]) -> str:
     """The refused update over ``args`` again, with a reason to give (to be filled in)."""
     kept = _kept(args, {"--cardprobe-accept-reason": 1, "--basetemp": 1})

@@ -16,6 +16,7 @@ from pytest_cardprobe.files import MB
 from pytest_cardprobe.glue import options, progress
 from pytest_cardprobe.glue.failure import describe
 from pytest_cardprobe.glue.fixture import Cardprobe
+from pytest_cardprobe.glue.hints import update_command
 from pytest_cardprobe.glue.items import (
     MARKER,
     ProbeItem,
@@ -360,7 +361,11 @@ def terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Conf
     width = config.get_terminal_writer().fullwidth
     lines = block_lines(lead)[1:]
     lines += ([""] if lines else []) + scoreboard_lines(
-        state.arms, state.gate, config.get_verbosity(), width=width
+        state.arms,
+        state.gate,
+        config.get_verbosity(),
+        width=width,
+        update_command=update_command(config.invocation_params.args),
     )
     # The notes are prose (why the run exits as it does): wrapped like the board above them.
     # A problem (ERROR:, warning:) names a file: kept on one line, like the blocks' commands.

@@ -250,11 +250,14 @@ def flip_lines(gate: Gate | None) -> list[str]:
     return lines
 
 
-def no_baseline_line(gate: Gate | None) -> list[str]:
-    """The hint printed when some arm has no baseline."""
+def no_baseline_line(gate: Gate | None, command: str | None = None) -> list[str]:
+    """The hint printed when some arm has no baseline: with the run's own ``command`` that
+    records one, on a line of its own (to copy whole), else the option that does."""
     if gate is None or gate.decision == Decision.UPDATED or not gate.new:
         return []
-    return [f"no baseline for {len(gate.new)} arm(s): {NO_BASELINE_HINT}"]
+    if command is None:
+        return [f"no baseline for {len(gate.new)} arm(s): {NO_BASELINE_HINT}"]
+    return [f"no baseline for {len(gate.new)} arm(s); this records one:", f"  {command}"]
 
 
 def scoreboard_lines(
@@ -264,6 +267,7 @@ def scoreboard_lines(
     *,
     baseline_hint: bool = True,
     width: int | None = None,
+    update_command: str | None = None,
 ) -> list[str]:
     """The terminal scoreboard, laid out for a terminal ``width`` columns wide.
 
@@ -274,13 +278,15 @@ def scoreboard_lines(
     line per regression, flip let through or unscored arm of an inconclusive gate: nothing
     that explains a failing exit is dropped. ``baseline_hint``: end with how to record a
     baseline for arms that have none (a pytest run's advice; ``diff`` of two reports lists
-    such arms as only in NEW instead).
+    such arms as only in NEW instead); ``update_command``: the run's own command that records
+    one (kept whole, not wrapped), else the option is named.
     """
     if not arms:
         return []
-    hint = no_baseline_line(gate) if baseline_hint else []
+    hint = no_baseline_line(gate, update_command) if baseline_hint else []
+    command = hint[1:] if update_command is not None else []
     if verbosity < 0:
-        return wrap_all((gate_lines(gate, quiet=True) if gate else []) + hint, width)
+        return wrap_all((gate_lines(gate, quiet=True) if gate else []) + hint[:1], width) + command
     fitting = None if verbosity > 0 else width
     drawn, shown, left_out, moved = tables(arms, gate, fitting)
     lines = [line for t in drawn for line in t]
@@ -308,6 +314,7 @@ def scoreboard_lines(
     if gate:
         lines += ["", *gate_lines(gate)]
     lines += hint
+    whole.update(command)
     # Tables are laid out to fit already; only a prose line is wrapped here. A table's row
     # stays one line even when it is wider (under -v, or when the columns that never move do
     # not fit: a long model name): wrapped, it would lose its alignment.
