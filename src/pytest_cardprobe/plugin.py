@@ -88,7 +88,9 @@ def cardprobe(request: pytest.FixtureRequest) -> Iterator[Any]:
     state = get_state(request.config)
     models = state.settings.models
     first = models[0] if models else None
-    probe = Cardprobe(state.runtime, request.node.nodeid, first, state.limits)
+    nodeid = request.node.nodeid
+    hint = state.rerecord_hint(nodeid, first) if first else None
+    probe = Cardprobe(state.runtime, nodeid, first, state.limits, rerecord=hint)
     request.node.stash[FIXTURE_KEY] = probe
     try:
         yield probe

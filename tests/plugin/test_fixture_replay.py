@@ -94,7 +94,7 @@ def test_fixture_with_a_changed_question_is_stale_naming_the_field(
         [
             "*stale cassette cassettes/_tests/test_ask.py_test_date.yaml:"
             " the request no longer matches the recording (body.messages[[]0].content differs);"
-            " re-record with: pytest --live test_ask.py::test_date*"
+            " re-record with: pytest --live --model smollm2:135m test_ask.py::test_date*"
         ]
     )
 

@@ -72,6 +72,9 @@ class Cardprobe:
     nodeid: str
     default_model: str | None
     limits: SuiteLimits = field(default_factory=SuiteLimits)
+    # The command that records this test again (with the run's model and options), shown
+    # when its cassette is stale or missing; without one, ``pytest --live NODEID``.
+    rerecord: str | None = None
     samples: list[SampleRecord] = field(default_factory=list)
     run: int = 0  # which samples(n) run of the test body is going on
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
@@ -96,7 +99,7 @@ class Cardprobe:
                 self.runtime.backend.open(
                     path,
                     fingerprint=None,
-                    rerecord_hint=f"pytest --live {shell_quoted(self.nodeid)}",
+                    rerecord_hint=self.rerecord or f"pytest --live {shell_quoted(self.nodeid)}",
                 )
             )
         return self._recording_open
