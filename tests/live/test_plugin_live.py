@@ -145,6 +145,29 @@ def test_unknown_model_is_one_usage_error_before_any_test(
     assert elapsed < 60
 
 
+@pytest.mark.parametrize("target", ["llama-server", "ollama-v1"])
+def test_a_server_url_without_ollamas_routes_is_said_so_not_a_missing_model(
+    pytester: pytest.Pytester, target: str, real_ollama: Any, real_llama_server: Any
+) -> None:
+    """A model the server has, asked over the wrong route: llama-server asked as an Ollama,
+    an Ollama's URL with ``/v1`` pasted in. Both answer 404 for the route itself; the
+    preflight says so and points at the URL and the API, not at ``ollama pull``."""
+    if target == "llama-server":
+        server, model = real_llama_server.base_url, real_llama_server.model
+    else:
+        server, model = real_ollama.base_url.rstrip("/") + "/v1", real_ollama.model
+    make_project(pytester, server, model)
+    result, report = run(pytester, "--live", "-k", "date and cold", "--channel", "prose")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "ollama pull" not in err and "not found on" not in err, err
+    assert "HTTP 404 from " + server + "/api/show" in err, err
+    assert "no such route" in err and "--cardprobe-api" in err, err
+    assert "Traceback" not in err
+    assert report.get("tests", []) == []
+    assert not (pytester.path / "cassettes").exists()
+
+
 def test_bearer_token_is_sent_but_never_recorded(
     pytester: pytest.Pytester, real_ollama: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -159,10 +159,13 @@ def classify_http_error(response: httpx.Response, model: str) -> ClientError:
         return FormatUnsupported(f"the server cannot constrain the reply to the format: {shown}")
     if status >= 500 or status == 429:
         return InfraError(f"HTTP {status} from {redact_url(str(response.request.url))}: {message}")
-    if status == 404 and "page not found" in lowered:
+    if status == 404 and ("page not found" in lowered or "file not found" in lowered):
+        # No such route, whatever the model: Ollama's router answers "404 page not found",
+        # llama-server a JSON error "File Not Found" (both checked on the real servers).
         return RequestRejected(
-            f"HTTP 404 from {redact_url(str(response.request.url))}: {message} — "
-            "is the server URL or --api right?"
+            f"HTTP 404 from {redact_url(str(response.request.url))}: {message} — no such "
+            "route: is the server URL its root (without /v1), and --cardprobe-api right "
+            "(openai for llama-server, vLLM and other OpenAI-compatible servers)?"
         )
     if status == 404 and ("not found" in lowered or "does not exist" in lowered):
         return ModelNotFound(f"model {model!r} not found on {where}: {message}")

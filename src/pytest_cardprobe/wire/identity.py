@@ -58,7 +58,7 @@ def model_identity(client: ChatClient, model: str) -> dict[str, str]:
     shown = _get_json(client, "POST", "/api/show", {"model": model})
     if isinstance(shown, httpx.Response):
         error = classify_http_error(shown, model)
-        if shown.status_code == 404:
+        if isinstance(error, ModelNotFound):  # Ollama's own word: {"error": "model … not found"}
             raise ModelNotFound(
                 f"model {model!r} not found on {client.shown_url}; "
                 f"fetch it with: ollama pull {model}"
