@@ -15,7 +15,7 @@ from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.run.settings import Settings
 from pytest_cardprobe.suite.loader import load_suite
 from pytest_cardprobe.suite.matrix import Probe, expand
-from pytest_cardprobe.types import ProbeResult
+from pytest_cardprobe.types import ChatReply, ChatRequest, ProbeResult
 from pytest_cardprobe.wire.cassettes.replay import Replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +24,23 @@ CARDS = load_suite(ROOT / "cases" / "cards.yaml")
 RECORDED = yaml.safe_load(
     (ROOT / "cassettes" / "cards" / "smollm2%3A135m" / "date-prose-cold.yaml").read_text()
 )["interactions"][0]["response"]["body"]["string"]
+
+
+class ReplyingClient:
+    """Stands in for a runtime's client: hands out the given replies in order and keeps each
+    request as it was sent (no server involved, no transport: what is under test is what the
+    runtime does with requests and replies)."""
+
+    def __init__(self, *replies: ChatReply) -> None:
+        self.replies = list(replies)
+        self.requests: list[ChatRequest] = []
+
+    def played_text(self, request: object) -> None:
+        return None  # no player: as a live client
+
+    def chat(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
+        self.requests.append(request)
+        return self.replies.pop(0)
 
 
 def cards_probe(case: str = "date", channel: str = "prose") -> Probe:

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from probing import ReplyingClient
+
 from pytest_cardprobe.run.loop import ToolLoop
 from pytest_cardprobe.run.runtime import Runtime
 from pytest_cardprobe.run.settings import Settings
@@ -44,21 +46,6 @@ TOOL = {
     "type": "function",
     "function": {"name": "read_file", "description": "d", "parameters": PARAMETERS},
 }
-
-
-class Client:
-    """Hands out the given replies in order and keeps each request's body as sent."""
-
-    def __init__(self, *replies: ChatReply) -> None:
-        self.replies = list(replies)
-        self.sent: list[str] = []
-
-    def played_text(self, request: object) -> None:
-        return None  # no player: as a live client
-
-    def chat(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
-        self.sent.append(json.dumps([request.messages, request.tools, request.options]))
-        return self.replies.pop(0)
 
 
 def editing_hook(seen: list[str]) -> Any:
@@ -94,19 +81,20 @@ def test_a_tool_loops_turns_each_reach_the_hook_unedited_and_the_judge_sees_the_
         ChatReply("", tool_calls=(ToolCall("read_file", {"path": "b"}),)),
         ChatReply("a and b say TEXT"),
     )
-    client = Client(*turns, *turns)  # two samples of three turns
+    client = ReplyingClient(*turns, *turns)  # two samples of three turns
     runtime.pool._clients[runtime.server] = client  # type: ignore[assignment]
     base = build_request(probe, {})
     loop = ToolLoop(runtime, base, probe, runtime.server)
     records = [loop.sample(0)[0], loop.sample(1)[0]]  # a second sample asks from the start
 
-    assert len(seen) == len(client.sent) == 6
+    sent = [json.dumps([r.messages, r.tools, r.options]) for r in client.requests]
+    assert len(seen) == len(sent) == 6
     # What the hook was given: never an earlier edit, whether of the suite's tool and
     # options, the question, or the model's arguments fed back in a later turn.
     assert [s for s in seen if "edited" in s or "EDITED" in s] == []
     # What went out: each request as the hook left it.
-    assert all("(edited)" in s and '"integer"' in s for s in client.sent)
-    assert "EDITED" in client.sent[1] and "EDITED" in client.sent[2]  # the fed-back calls
+    assert all("(edited)" in s and '"integer"' in s for s in sent)
+    assert "EDITED" in sent[1] and "EDITED" in sent[2]  # the fed-back calls
     # The judge read the suite's schema (path a string) and the model's own arguments.
     assert [r.passed for r in records] == [True, True], [r.label for r in records]
     assert list(suite.tools) == [TOOL] and suite.options == {"stop": ["END"]}

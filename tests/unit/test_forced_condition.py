@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from probing import ReplyingClient
 
 from pytest_cardprobe.judge.call import ModelTurn, judge_calls
 from pytest_cardprobe.run.loop import forced_by
@@ -266,28 +267,15 @@ def test_a_forced_recording_goes_stale_when_the_forcing_changes(tmp_path: Path) 
 # --------------------------------------------------------------------------- the loop
 
 
-class _Client:
-    """Hands out the given replies in order and keeps each request (no server involved)."""
-
-    def __init__(self, *replies: ChatReply) -> None:
-        self.replies = list(replies)
-        self.requests: list[ChatRequest] = []
-
-    def played_text(self, request: object) -> None:
-        return None  # no player: as a live client
-
-    def chat(self, request: ChatRequest, wire: str | None = None) -> ChatReply:
-        self.requests.append(request)
-        return self.replies.pop(0)
-
-
-def _run_loop(suite_path: Path, case: str, *replies: ChatReply) -> tuple[SampleRecord, _Client]:
+def _run_loop(
+    suite_path: Path, case: str, *replies: ChatReply
+) -> tuple[SampleRecord, ReplyingClient]:
     from pytest_cardprobe.run.loop import ToolLoop
     from pytest_cardprobe.run.runtime import Runtime
     from pytest_cardprobe.run.settings import Settings
     from pytest_cardprobe.wire.cassettes.modes import backend_for
 
-    client = _Client(*replies)
+    client = ReplyingClient(*replies)
     runtime = Runtime(Settings(models=["m"]), backend_for("none"))
     runtime.pool._clients[runtime.server] = client  # type: ignore[assignment]
     probes = {(p.case.id, p.condition): p for p in expand(load_suite(suite_path), ["m"])}
